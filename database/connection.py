@@ -1,0 +1,162 @@
+"""Read-only, pooled connections to the databases macsql queries.
+
+A database is named by a SQLite file path or an SQLAlchemy URL. Engines are created once per
+database and reused (SQLAlchemy pools the connections), and every engine is read-only at the
+engine level: SQLite is opened with `mode=ro` and `PRAGMA query_only`, PostgreSQL sessions
+default to read-only transactions.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from langchain_community.utilities import SQLDatabase
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError
+
+
+class DatabaseNotFoundError(ValueError):
+    """The database named by the user does not exist or cannot be addressed."""
+
+
+# sqlglot's dialect names for SQLAlchemy's backend names.
+_SQLGLOT_DIALECTS = {
+    "sqlite": "sqlite",
+    "postgresql": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "mssql": "tsql",
+    "oracle": "oracle",
+    "duckdb": "duckdb",
+    "snowflake": "snowflake",
+    "bigquery": "bigquery",
+}
+
+_DISPLAY_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "mysql": "MySQL", "tsql": "SQL Server"}
+
+
+@dataclass(frozen=True)
+class DatabaseRef:
+    """A resolved database: its SQLAlchemy URL and what macsql needs to know about it."""
+
+    url: str
+    backend: str
+    sqlite_path: Path | None = None
+
+    @property
+    def dialect(self) -> str:
+        """sqlglot's name for the database's SQL dialect."""
+        return _SQLGLOT_DIALECTS.get(self.backend, self.backend)
+
+    @property
+    def dialect_display(self) -> str:
+        return _DISPLAY_NAMES.get(self.dialect, self.dialect)
+
+    @property
+    def name(self) -> str:
+        """A short, password-free name: the file stem or the URL's database name."""
+        if self.sqlite_path is not None:
+            return self.sqlite_path.stem
+        return make_url(self.url).database or self.backend
+
+    @property
+    def safe_url(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    @property
+    def description_dir(self) -> Path | None:
+        """BIRD's `database_description/` folder, when one sits beside a SQLite file."""
+        if self.sqlite_path is None:
+            return None
+        folder = self.sqlite_path.parent / "database_description"
+        return folder if folder.is_dir() else None
+
+    def identity(self) -> tuple[str, float, int]:
+        """Identity plus modification stamp: a changed file yields a new identity."""
+        if self.sqlite_path is not None:
+            stat = self.sqlite_path.stat()
+            return (str(self.sqlite_path), stat.st_mtime, stat.st_size)
+        return (self.safe_url, 0.0, 0)
+
+
+def resolve_database(db: str) -> DatabaseRef:
+    """Turn a SQLite path or an SQLAlchemy URL into a `DatabaseRef`, or raise clearly."""
+    text = (db or "").strip()
+    if not text:
+        raise DatabaseNotFoundError("no database given")
+    if "://" not in text:
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise DatabaseNotFoundError(f"database file not found: {text}")
+        return DatabaseRef(url=f"sqlite:///{path.resolve()}", backend="sqlite",
+                           sqlite_path=path.resolve())
+    try:
+        url: URL = make_url(text)
+    except ArgumentError as exc:
+        raise DatabaseNotFoundError(f"not a database URL: {text} ({exc})") from exc
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        if not url.database or url.database == ":memory:":
+            raise DatabaseNotFoundError("an in-memory SQLite database has no tables to query")
+        return resolve_database(url.database)
+    return DatabaseRef(url=text, backend=backend)
+
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def _sqlite_engine(path: Path) -> Engine:
+    # mode=ro makes SQLite itself refuse writes; query_only also blocks writes through
+    # ATTACHed databases and temp tables.
+    engine = create_engine(
+        f"sqlite+pysqlite:///file:{path}?mode=ro&uri=true",
+        connect_args={"check_same_thread": False},
+        pool_size=8,
+        max_overflow=32,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _read_only(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        dbapi_conn.execute("PRAGMA query_only = ON")
+
+    return engine
+
+
+def _server_engine(ref: DatabaseRef) -> Engine:
+    connect_args: dict[str, object] = {}
+    if ref.backend == "postgresql":
+        connect_args["options"] = "-c default_transaction_read_only=on"
+        url = make_url(ref.url)
+        if url.drivername == "postgresql":
+            url = url.set(drivername="postgresql+psycopg")
+        return create_engine(url, connect_args=connect_args, pool_size=8, max_overflow=32,
+                             pool_pre_ping=True)
+    return create_engine(ref.url, pool_pre_ping=True)
+
+
+def get_engine(ref: DatabaseRef) -> Engine:
+    """The pooled, read-only engine of a database, created on first use."""
+    key = ref.url
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            engine = _sqlite_engine(ref.sqlite_path) if ref.sqlite_path else _server_engine(ref)
+            _engines[key] = engine
+        return engine
+
+
+def get_sql_database(ref: DatabaseRef) -> SQLDatabase:
+    """langchain's `SQLDatabase` over the same pooled engine, for table discovery."""
+    return SQLDatabase(get_engine(ref), lazy_table_reflection=True, sample_rows_in_table_info=0)
+
+
+def dispose_all() -> None:
+    """Close every pooled connection (tests and long-lived hosts call this on shutdown)."""
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
