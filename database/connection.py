@@ -35,7 +35,12 @@ _SQLGLOT_DIALECTS = {
     "bigquery": "bigquery",
 }
 
-_DISPLAY_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "mysql": "MySQL", "tsql": "SQL Server"}
+_DISPLAY_NAMES = {
+    "sqlite": "SQLite",
+    "postgres": "PostgreSQL",
+    "mysql": "MySQL",
+    "tsql": "SQL Server",
+}
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,9 @@ def resolve_database(db: str) -> DatabaseRef:
         path = Path(text).expanduser()
         if not path.is_file():
             raise DatabaseNotFoundError(f"database file not found: {text}")
-        return DatabaseRef(url=f"sqlite:///{path.resolve()}", backend="sqlite",
-                           sqlite_path=path.resolve())
+        return DatabaseRef(
+            url=f"sqlite:///{path.resolve()}", backend="sqlite", sqlite_path=path.resolve()
+        )
     try:
         url: URL = make_url(text)
     except ArgumentError as exc:
@@ -133,8 +139,9 @@ def _server_engine(ref: DatabaseRef) -> Engine:
         url = make_url(ref.url)
         if url.drivername == "postgresql":
             url = url.set(drivername="postgresql+psycopg")
-        return create_engine(url, connect_args=connect_args, pool_size=8, max_overflow=32,
-                             pool_pre_ping=True)
+        return create_engine(
+            url, connect_args=connect_args, pool_size=8, max_overflow=32, pool_pre_ping=True
+        )
     return create_engine(ref.url, pool_pre_ping=True)
 
 

@@ -18,9 +18,8 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from macsql.database.connection import DatabaseNotFoundError, DatabaseRef, get_engine
+from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.guard import check_statement
 
 FETCH_BATCH = 1000
@@ -104,8 +103,7 @@ def execute_sql(
     """
     sql = (sql or "").strip()
     if not sql:
-        return ExecutionResult(sql, Outcome.NO_SQL, error="no SQL to execute",
-                               error_class="NoSQL")
+        return ExecutionResult(sql, Outcome.NO_SQL, error="no SQL to execute", error_class="NoSQL")
     verdict = check_statement(sql, db.dialect)
     if not verdict.allowed:
         outcome = Outcome.SYNTAX_ERROR if verdict.kind == "syntax" else Outcome.REJECTED
@@ -120,16 +118,8 @@ def execute_sql(
                 result = _run_postgres(conn, sql, timeout, max_rows)
             else:
                 result = _run_generic(conn, sql, max_rows)
-    except DatabaseNotFoundError as exc:
-        return ExecutionResult(sql, Outcome.DATABASE_ERROR, error=str(exc),
-                               error_class=type(exc).__name__)
-    except (DBAPIError, SQLAlchemyError) as exc:
-        elapsed = time.perf_counter() - started
-        return _classify_failure(sql, exc, elapsed, timeout)
-    except Exception as exc:  # a driver may raise its own types (e.g. OverflowError)
-        return ExecutionResult(sql, Outcome.EXECUTION_ERROR, error=str(exc),
-                               error_class=type(exc).__name__,
-                               elapsed=time.perf_counter() - started)
+    except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
+        return _classify_failure(sql, exc, time.perf_counter() - started, timeout)
     result.elapsed = time.perf_counter() - started
     return result
 
@@ -151,7 +141,9 @@ def _columns(description: Sequence[Sequence[Any]] | None) -> list[str]:
     return [str(d[0]) for d in description or ()]
 
 
-def _run_sqlite(conn: Connection, sql: str, timeout: float, max_rows: int | None) -> ExecutionResult:
+def _run_sqlite(
+    conn: Connection, sql: str, timeout: float, max_rows: int | None
+) -> ExecutionResult:
     raw = conn.connection.driver_connection
     deadline = time.monotonic() + timeout
     # SQLite calls the handler every N virtual-machine steps; a non-zero return aborts the
@@ -168,8 +160,9 @@ def _run_sqlite(conn: Connection, sql: str, timeout: float, max_rows: int | None
     return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
 
 
-def _run_postgres(conn: Connection, sql: str, timeout: float,
-                  max_rows: int | None) -> ExecutionResult:
+def _run_postgres(
+    conn: Connection, sql: str, timeout: float, max_rows: int | None
+) -> ExecutionResult:
     raw = conn.connection.driver_connection
     raw.rollback()
     raw.read_only = True
@@ -198,10 +191,22 @@ def _run_generic(conn: Connection, sql: str, max_rows: int | None) -> ExecutionR
     return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
 
 
-_SYNTAX_MARKERS = ("syntax error", "incomplete input", "unrecognized token",
-                   "unterminated", "42601")
-_UNKNOWN_MARKERS = ("no such table", "no such column", "does not exist", "42p01", "42703",
-                    "no such function", "42883")
+_SYNTAX_MARKERS = (
+    "syntax error",
+    "incomplete input",
+    "unrecognized token",
+    "unterminated",
+    "42601",
+)
+_UNKNOWN_MARKERS = (
+    "no such table",
+    "no such column",
+    "does not exist",
+    "42p01",
+    "42703",
+    "no such function",
+    "42883",
+)
 _TIMEOUT_MARKERS = ("interrupted", "statement timeout", "canceling statement", "57014")
 
 
@@ -219,5 +224,6 @@ def _classify_failure(sql: str, exc: Exception, elapsed: float, timeout: float) 
         outcome = Outcome.UNKNOWN_OBJECT
     else:
         outcome = Outcome.EXECUTION_ERROR
-    return ExecutionResult(sql, outcome, error=message, error_class=type(orig).__name__,
-                           elapsed=elapsed)
+    return ExecutionResult(
+        sql, outcome, error=message, error_class=type(orig).__name__, elapsed=elapsed
+    )

@@ -1,0 +1,145 @@
+"""`macsql ask`: one question, one checked SQL, printed as a table or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from macsql.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_model_arguments,
+    build_context,
+    enable_cache,
+    resolve_db_argument,
+)
+from macsql.graph.registry import get_pipeline, pipeline_names
+from macsql.llm.models import ModelConfigError, get_chat_model
+
+OUTPUT_KEYS = (
+    "sql",
+    "status",
+    "outcome",
+    "error",
+    "columns",
+    "rows",
+    "truncated",
+    "attempts",
+    "selector_used",
+    "selector_fallback",
+    "usage",
+)
+
+
+def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("question", help="the question, in natural language")
+    parser.add_argument(
+        "--db",
+        required=True,
+        help="a SQLite file, an SQLAlchemy URL, or 'demo' for the demo database",
+    )
+    parser.add_argument("--evidence", default="", help="hints, e.g. 'A11 refers to salary'")
+    parser.add_argument(
+        "--pipeline",
+        default="macsql",
+        choices=pipeline_names(),
+        help="which pipeline answers (default: macsql)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="print each agent's progress and the model's tokens as they come",
+    )
+    add_model_arguments(parser)
+
+
+def ask_main(args: argparse.Namespace) -> int:
+    console = Console(stderr=False, highlight=False, soft_wrap=True)
+    try:
+        question = (args.question or "").strip()
+        if not question:
+            raise UsageError("the question is empty")
+        db = resolve_db_argument(args.db)
+        context = build_context(args)
+        enable_cache(args)
+        for agent in ("selector", "decomposer", "refiner"):
+            get_chat_model(context, agent)  # fail fast on a missing key or bad provider
+    except (UsageError, ModelConfigError) as exc:
+        print(f"macsql: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    graph = get_pipeline(args.pipeline)
+    payload = {"question": question, "evidence": args.evidence or "", "db": db}
+    if args.stream:
+        result = _run_streaming(graph, payload, context, console)
+    else:
+        result = graph.invoke(payload, context=context)
+    output = {k: result.get(k) for k in OUTPUT_KEYS}
+    if args.json:
+        print(json.dumps(output, ensure_ascii=False, default=str))
+    else:
+        _print_result(console, output)
+    return EXIT_OK if output.get("status") == "ok" else EXIT_FAILED
+
+
+def _run_streaming(
+    graph: Any, payload: dict[str, Any], context: Any, console: Console
+) -> dict[str, Any]:
+    final: dict[str, Any] = {}
+    in_tokens = False
+    for mode, chunk in graph.stream(
+        payload, context=context, stream_mode=["custom", "messages", "values"]
+    ):
+        if mode == "messages":
+            message, _meta = chunk
+            text = getattr(message, "content", "")
+            if isinstance(text, str) and text:
+                console.print(text, end="", style="dim", markup=False)
+                in_tokens = True
+        elif mode == "custom":
+            if in_tokens:
+                console.print()
+                in_tokens = False
+            console.print(_describe_event(chunk), markup=False)
+        elif mode == "values":
+            final = chunk
+    if in_tokens:
+        console.print()
+    return final
+
+
+def _describe_event(event: dict[str, Any]) -> str:
+    details = ", ".join(
+        f"{k}={v}"
+        for k, v in event.items()
+        if k not in ("agent", "phase") and v not in (None, "", [])
+    )
+    return f"[{event.get('agent')}] {event.get('phase')}" + (f": {details}" if details else "")
+
+
+def _print_result(console: Console, output: dict[str, Any]) -> None:
+    console.print("SQL:", style="bold")
+    console.print(output.get("sql") or "(none)", markup=False)
+    if output.get("columns"):
+        table = Table(*[str(c) for c in output["columns"]])
+        for row in output.get("rows") or []:
+            table.add_row(*["NULL" if v is None else str(v) for v in row])
+        console.print(table)
+        if output.get("truncated"):
+            console.print("(rows truncated at the row cap)")
+    attempts = output.get("attempts") or 0
+    console.print(
+        f"status: {output.get('status')} ({output.get('outcome')}), "
+        f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        + (", Selector used" if output.get("selector_used") else ""),
+        markup=False,
+    )
+    if output.get("error"):
+        console.print(f"error: {output['error']}", markup=False)

@@ -1,0 +1,100 @@
+"""What the subcommands share: exit codes, model options, the Context they build."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from macsql.database.connection import DatabaseNotFoundError, resolve_database
+from macsql.database.demo import DEMO_NAME, ensure_demo_database
+from macsql.graph.context import Context
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(ValueError):
+    """Bad arguments or configuration: exit 2 with a one-line message."""
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=None, help="chat model as provider:name (default openai:gpt-4o-mini)"
+    )
+    parser.add_argument(
+        "--base-url",
+        default=None,
+        help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp); default OPENAI_BASE_URL",
+    )
+    parser.add_argument("--api-key", default=None, help="API key; default OPENAI_API_KEY")
+    parser.add_argument(
+        "--max-tries",
+        type=int,
+        default=None,
+        help="most SQL executions in the refine loop (default 3)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds before a SQL query is interrupted (default 30)",
+    )
+    parser.add_argument(
+        "--dataset-style",
+        choices=["bird", "spider"],
+        default=None,
+        help="bird: use evidence, refine empty/NULL results; spider: do not",
+    )
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="FILE",
+        help="cache model replies in this SQLite file (langchain's LLM cache)",
+    )
+
+
+def build_context(args: argparse.Namespace, base: Context | None = None) -> Context:
+    context = base or Context()
+    changes: dict[str, object] = {}
+    if getattr(args, "model", None):
+        changes["model"] = args.model
+    if getattr(args, "base_url", None):
+        changes["base_url"] = args.base_url
+    if getattr(args, "api_key", None):
+        changes["api_key"] = args.api_key
+    if getattr(args, "max_tries", None) is not None:
+        if args.max_tries < 1:
+            raise UsageError("--max-tries must be at least 1")
+        changes["max_try_times"] = args.max_tries
+    if getattr(args, "timeout", None) is not None:
+        if args.timeout <= 0:
+            raise UsageError("--timeout must be positive")
+        changes["query_timeout"] = args.timeout
+    if getattr(args, "dataset_style", None):
+        changes["dataset_style"] = args.dataset_style
+    return replace(context, **changes)
+
+
+def enable_cache(args: argparse.Namespace) -> None:
+    """Turn on langchain's SQLite LLM cache: identical prompts are answered from disk."""
+    if not getattr(args, "cache", None):
+        return
+    from langchain_community.cache import SQLiteCache
+    from langchain_core.globals import set_llm_cache
+
+    path = Path(args.cache).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    set_llm_cache(SQLiteCache(database_path=str(path)))
+
+
+def resolve_db_argument(value: str) -> str:
+    """`demo`, a SQLite path or a URL, checked to exist; the string the graph takes."""
+    if value == DEMO_NAME:
+        return str(ensure_demo_database())
+    try:
+        ref = resolve_database(value)
+    except DatabaseNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    return str(ref.sqlite_path) if ref.sqlite_path else value

@@ -1,0 +1,90 @@
+"""The `macsql` command: ask, eval, score, demo, graph."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from macsql.cli.ask import add_ask_arguments, ask_main
+from macsql.cli.common import EXIT_USAGE, UsageError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        print(f"macsql: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _demo_main(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from macsql.database.demo import build_demo_database, ensure_demo_database
+
+    path = build_demo_database(Path(args.path)) if args.path else ensure_demo_database()
+    print(path)
+    return 0
+
+
+def _graph_main(args: argparse.Namespace) -> int:
+    from macsql.graph.registry import get_pipeline
+
+    print(get_pipeline(args.pipeline).get_graph().draw_mermaid())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="macsql",
+        description="Text-to-SQL with MAC-SQL, SQLFixAgent and R^3, as LangGraph graphs.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    handlers: dict[str, Handler] = {}
+
+    ask = sub.add_parser("ask", help="answer one question with a checked SQL query")
+    add_ask_arguments(ask)
+    handlers["ask"] = ask_main
+
+    try:
+        from macsql.evals.cli import (
+            add_eval_arguments,
+            add_score_arguments,
+            eval_main,
+            score_main,
+        )
+    except ImportError:  # pragma: no cover - evals are part of the package
+        pass
+    else:
+        add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
+        add_score_arguments(sub.add_parser("score", help="score a predictions file"))
+        handlers["eval"], handlers["score"] = eval_main, score_main
+
+    demo = sub.add_parser("demo", help="write the demo database and print its path")
+    demo.add_argument("path", nargs="?", default=None)
+    handlers["demo"] = _demo_main
+
+    draw = sub.add_parser("graph", help="print a pipeline's graph as Mermaid")
+    draw.add_argument("--pipeline", default="macsql")
+    handlers["graph"] = _graph_main
+
+    parser.set_defaults(_handlers=handlers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args._handlers[args.command](args)
+    except UsageError as exc:
+        print(f"macsql: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("macsql: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,487 @@
+"""The statement guard: layer 1 of macsql's defences against model-written SQL.
+
+`check_statement(sql, dialect)` decides, with sqlglot and in the database's own dialect, whether
+a statement may run. It allows exactly one read-only query: a SELECT, possibly with CTEs, set
+operations (UNION, INTERSECT, EXCEPT) or parentheses, a VALUES list, or PostgreSQL's `TABLE t`.
+Everything else is refused with a classified `GuardVerdict` whose `reason` is written for the
+Refiner (and for a human reading a trace):
+
+- more than one statement, or none;
+- text the parser cannot read (`kind="syntax"`), or that sqlglot cannot analyse;
+- data changes: INSERT, UPDATE, DELETE, MERGE, REPLACE, TRUNCATE, COPY, `SELECT ... INTO`, and
+  data-modifying CTEs such as `WITH d AS (DELETE ... RETURNING *) SELECT ...`;
+- DDL and privileges: CREATE, DROP, ALTER, GRANT, COMMENT, REINDEX, ...;
+- transaction and session commands: BEGIN, COMMIT, SAVEPOINT, SET, RESET, LISTEN, PREPARE, ...;
+- other commands: PRAGMA, ATTACH, DETACH, VACUUM, EXPLAIN, DO, CALL, LOCK, ...;
+- row locks (`SELECT ... FOR UPDATE` and friends);
+- functions that touch files, the server, extensions, locks, sequences or time, or that run SQL
+  given as text (`load_extension`, `pg_read_file`, `pg_sleep`, `lo_export`, `dblink`,
+  `nextval`, `query_to_xml`, ...): see `FORBIDDEN_FUNCTIONS` and `FORBIDDEN_FUNCTION_PATTERNS`.
+
+The guard is an allow-list at two levels: the statement's first keyword must start a query, and
+the parsed root must be a query node; inside it, every node is checked against the deny-lists.
+It is not the only layer: connections are read-only at the engine (SQLite `mode=ro` plus
+`PRAGMA query_only`, PostgreSQL `READ ONLY` transactions) and bounded by a timeout and a row cap.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+MAX_SQL_CHARS = 100_000
+"""Longer statements are refused before parsing: no real query is this long."""
+
+
+class GuardKind(StrEnum):
+    """Why the guard allowed or refused a statement."""
+
+    OK = "ok"
+    EMPTY = "empty"
+    SYNTAX = "syntax"
+    UNSUPPORTED = "unsupported"
+    TOO_LONG = "too_long"
+    MULTIPLE_STATEMENTS = "multiple_statements"
+    WRITE = "write"
+    DDL = "ddl"
+    TRANSACTION = "transaction"
+    SESSION = "session"
+    LOCKING = "locking"
+    FORBIDDEN_COMMAND = "forbidden_command"
+    FORBIDDEN_FUNCTION = "forbidden_function"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardVerdict:
+    """The guard's decision about one SQL text."""
+
+    allowed: bool
+    kind: str
+    reason: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+_OK = GuardVerdict(True, GuardKind.OK)
+_ONLY_SELECT = "Only one read-only SELECT query may run"
+
+
+def _refuse(kind: GuardKind, reason: str) -> GuardVerdict:
+    return GuardVerdict(False, kind, reason)
+
+
+# --- statement level ----------------------------------------------------------------------
+
+_QUERY_STARTS = frozenset({TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.TABLE})
+_QUERY_STARTS_BY_DIALECT = {"duckdb": _QUERY_STARTS | {TokenType.FROM}}
+
+# First keyword of a statement that is not a query -> (kind, what it does).
+_COMMANDS: dict[str, tuple[GuardKind, str]] = {
+    **{word: (GuardKind.WRITE, "changes data") for word in (
+        "INSERT", "UPDATE", "DELETE", "REPLACE", "MERGE", "UPSERT", "TRUNCATE", "REFRESH",
+    )},
+    **{word: (GuardKind.DDL, "changes the schema or privileges") for word in (
+        "CREATE", "DROP", "ALTER", "RENAME", "COMMENT", "GRANT", "REVOKE", "REINDEX", "CLUSTER",
+        "SECURITY", "IMPORT", "REASSIGN", "UNDROP", "OPTIMIZE",
+    )},
+    **{word: (GuardKind.TRANSACTION, "controls transactions") for word in (
+        "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE",
+    )},
+    **{word: (GuardKind.SESSION, "changes or inspects the session") for word in (
+        "SET", "RESET", "LISTEN", "UNLISTEN", "NOTIFY", "DISCARD", "PREPARE", "EXECUTE",
+        "EXEC", "DEALLOCATE", "DECLARE", "FETCH", "MOVE", "CLOSE", "USE", "SHOW",
+    )},
+    "LOCK": (GuardKind.LOCKING, "locks tables"),
+    "PRAGMA": (GuardKind.FORBIDDEN_COMMAND, "reads or changes database settings"),
+    "ATTACH": (GuardKind.FORBIDDEN_COMMAND, "opens another database file"),
+    "DETACH": (GuardKind.FORBIDDEN_COMMAND, "closes an attached database"),
+    "VACUUM": (GuardKind.FORBIDDEN_COMMAND, "rewrites the database (or writes a copy)"),
+    "ANALYZE": (GuardKind.FORBIDDEN_COMMAND, "writes statistics"),
+    "COPY": (GuardKind.FORBIDDEN_COMMAND, "reads or writes files and programs"),
+    "DO": (GuardKind.FORBIDDEN_COMMAND, "runs procedural code"),
+    "CALL": (GuardKind.FORBIDDEN_COMMAND, "runs a stored procedure"),
+    "CHECKPOINT": (GuardKind.FORBIDDEN_COMMAND, "controls the server"),
+    "EXPLAIN": (GuardKind.FORBIDDEN_COMMAND, "is not a query (EXPLAIN ANALYZE even runs it)"),
+    "DESCRIBE": (GuardKind.FORBIDDEN_COMMAND, "is not a query"),
+    "DESC": (GuardKind.FORBIDDEN_COMMAND, "is not a query"),
+    "INSTALL": (GuardKind.FORBIDDEN_COMMAND, "installs an extension"),
+    "LOAD": (GuardKind.FORBIDDEN_COMMAND, "loads a library, an extension or data"),
+    "KILL": (GuardKind.FORBIDDEN_COMMAND, "controls the server"),
+    "SHUTDOWN": (GuardKind.FORBIDDEN_COMMAND, "controls the server"),
+    "HANDLER": (GuardKind.FORBIDDEN_COMMAND, "is not a query"),
+    "WAITFOR": (GuardKind.FORBIDDEN_COMMAND, "waits"),
+}
+
+# Expression types that must not appear anywhere in an allowed statement.
+_NODE_KINDS: tuple[tuple[type[exp.Expression], GuardKind, str], ...] = tuple(
+    (node_type, kind, label)
+    for name, kind, label in (
+        ("Insert", GuardKind.WRITE, "INSERT"),
+        ("Update", GuardKind.WRITE, "UPDATE"),
+        ("Delete", GuardKind.WRITE, "DELETE"),
+        ("Merge", GuardKind.WRITE, "MERGE"),
+        ("TruncateTable", GuardKind.WRITE, "TRUNCATE"),
+        ("Copy", GuardKind.FORBIDDEN_COMMAND, "COPY"),
+        ("LoadData", GuardKind.WRITE, "LOAD DATA"),
+        ("Refresh", GuardKind.WRITE, "REFRESH"),
+        ("Into", GuardKind.WRITE, "SELECT ... INTO"),
+        ("Create", GuardKind.DDL, "CREATE"),
+        ("Drop", GuardKind.DDL, "DROP"),
+        ("Alter", GuardKind.DDL, "ALTER"),
+        ("Grant", GuardKind.DDL, "GRANT"),
+        ("Revoke", GuardKind.DDL, "REVOKE"),
+        ("Comment", GuardKind.DDL, "COMMENT"),
+        ("Cache", GuardKind.DDL, "CACHE"),
+        ("Uncache", GuardKind.DDL, "UNCACHE"),
+        ("Transaction", GuardKind.TRANSACTION, "BEGIN"),
+        ("Commit", GuardKind.TRANSACTION, "COMMIT"),
+        ("Rollback", GuardKind.TRANSACTION, "ROLLBACK"),
+        ("Set", GuardKind.SESSION, "SET"),
+        ("Use", GuardKind.SESSION, "USE"),
+        ("Execute", GuardKind.SESSION, "EXECUTE"),
+        ("Declare", GuardKind.SESSION, "DECLARE"),
+        ("Show", GuardKind.SESSION, "SHOW"),
+        ("Lock", GuardKind.LOCKING, "FOR UPDATE / FOR SHARE"),
+        ("Pragma", GuardKind.FORBIDDEN_COMMAND, "PRAGMA"),
+        ("Attach", GuardKind.FORBIDDEN_COMMAND, "ATTACH"),
+        ("Detach", GuardKind.FORBIDDEN_COMMAND, "DETACH"),
+        ("Analyze", GuardKind.FORBIDDEN_COMMAND, "ANALYZE"),
+        ("Describe", GuardKind.FORBIDDEN_COMMAND, "DESCRIBE"),
+        ("Kill", GuardKind.FORBIDDEN_COMMAND, "KILL"),
+        ("Install", GuardKind.FORBIDDEN_COMMAND, "INSTALL"),
+        ("Export", GuardKind.FORBIDDEN_COMMAND, "EXPORT"),
+        ("Put", GuardKind.FORBIDDEN_COMMAND, "PUT"),
+        ("Get", GuardKind.FORBIDDEN_COMMAND, "GET"),
+        ("Command", GuardKind.FORBIDDEN_COMMAND, "a command"),
+    )
+    if (node_type := getattr(exp, name, None)) is not None
+)
+_FORBIDDEN_NODE_TYPES = tuple(node_type for node_type, _, _ in _NODE_KINDS)
+_ALLOWED_ROOTS = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
+
+# --- functions ------------------------------------------------------------------------------
+
+_FILES = "reads or writes files on the server"
+_SERVER = "controls the database server"
+_SLEEP = "makes the server wait"
+_EXTENSION = "loads native code"
+_SQL_TEXT = "runs SQL given as text"
+_LOCKS = "takes locks"
+_SEQUENCES = "changes a sequence (a write)"
+_CONFIG = "changes server or session settings"
+_REMOTE = "connects to another server"
+_LARGE_OBJECTS = "reads, writes or exports large objects"
+_WRITES = "writes to the database or its WAL"
+_MEMORY = "allocates unbounded memory"
+
+FORBIDDEN_FUNCTIONS: dict[str, str] = {
+    # SQLite and its shell / loadable extensions
+    "load_extension": _EXTENSION,
+    "readfile": _FILES,
+    "writefile": _FILES,
+    "edit": "starts an editor",
+    "fsdir": _FILES,
+    "zipfile": _FILES,
+    "zipfile_cds": _FILES,
+    "fts3_tokenizer": _EXTENSION,
+    "eval": _SQL_TEXT,
+    "zeroblob": _MEMORY,
+    "randomblob": _MEMORY,
+    # PostgreSQL: files and server
+    "pg_stat_file": _FILES,
+    "pg_current_logfile": _FILES,
+    "pg_hba_file_rules": _FILES,
+    "pg_ident_file_mappings": _FILES,
+    "pg_show_all_file_settings": _FILES,
+    "pg_terminate_backend": _SERVER,
+    "pg_cancel_backend": _SERVER,
+    "pg_signal_backend": _SERVER,
+    "pg_reload_conf": _SERVER,
+    "pg_rotate_logfile": _SERVER,
+    "pg_rotate_logfile_old": _SERVER,
+    "pg_log_backend_memory_contexts": _SERVER,
+    "pg_promote": _SERVER,
+    "pg_switch_wal": _SERVER,
+    "pg_switch_xlog": _SERVER,
+    "pg_create_restore_point": _SERVER,
+    "pg_log_standby_snapshot": _SERVER,
+    "pg_export_snapshot": _SERVER,
+    "pg_import_system_collations": _WRITES,
+    "pg_extension_config_dump": _WRITES,
+    "pg_nextoid": _WRITES,
+    "pg_truncate_visibility_map": _WRITES,
+    "heap_force_kill": _WRITES,
+    "heap_force_freeze": _WRITES,
+    "pg_prewarm": _SERVER,
+    "autoprewarm_start_worker": _SERVER,
+    "autoprewarm_dump_now": _SERVER,
+    "pg_notify": "sends a notification",
+    "txid_current": "assigns a transaction id (a write)",
+    "pg_current_xact_id": "assigns a transaction id (a write)",
+    "set_config": _CONFIG,
+    "nextval": _SEQUENCES,
+    "setval": _SEQUENCES,
+    "loread": _LARGE_OBJECTS,
+    "lowrite": _LARGE_OBJECTS,
+    "query_to_xml": _SQL_TEXT,
+    "query_to_xmlschema": _SQL_TEXT,
+    "query_to_xml_and_xmlschema": _SQL_TEXT,
+    "cursor_to_xml": _SQL_TEXT,
+    "cursor_to_xmlschema": _SQL_TEXT,
+    "table_to_xml": _SQL_TEXT,
+    "table_to_xmlschema": _SQL_TEXT,
+    "table_to_xml_and_xmlschema": _SQL_TEXT,
+    "schema_to_xml": _SQL_TEXT,
+    "schema_to_xmlschema": _SQL_TEXT,
+    "schema_to_xml_and_xmlschema": _SQL_TEXT,
+    "database_to_xml": _SQL_TEXT,
+    "database_to_xmlschema": _SQL_TEXT,
+    "database_to_xml_and_xmlschema": _SQL_TEXT,
+    "ts_stat": _SQL_TEXT,
+    "ts_rewrite": _SQL_TEXT,
+    # MySQL / MariaDB
+    "sleep": _SLEEP,
+    "benchmark": _SLEEP,
+    "load_file": _FILES,
+    "get_lock": _LOCKS,
+    "release_lock": _LOCKS,
+    "release_all_locks": _LOCKS,
+    "sys_exec": _SERVER,
+    "sys_eval": _SERVER,
+    # SQL Server
+    "xp_cmdshell": _SERVER,
+    "openrowset": _FILES,
+    "opendatasource": _REMOTE,
+    "openquery": _REMOTE,
+    # DuckDB
+    "read_csv": _FILES,
+    "read_csv_auto": _FILES,
+    "read_parquet": _FILES,
+    "parquet_scan": _FILES,
+    "read_json": _FILES,
+    "read_json_auto": _FILES,
+    "read_ndjson": _FILES,
+    "read_text": _FILES,
+    "read_blob": _FILES,
+    "sniff_csv": _FILES,
+}
+
+FORBIDDEN_FUNCTION_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), why)
+    for pattern, why in (
+        (r"^pg_sleep", _SLEEP),
+        (r"^pg_read_", _FILES),
+        (r"^pg_ls_", _FILES),
+        (r"^pg_file_", _FILES),
+        (r"^pg_logdir_", _FILES),
+        (r"^lo_", _LARGE_OBJECTS),
+        (r"^dblink", _REMOTE),
+        (r"advisory", _LOCKS),
+        (r"^pg_stat\w*_reset", _WRITES),
+        (r"^pg_(set|clear|restore)_\w*stats", _WRITES),
+        (r"^pg_(create|drop|copy|sync)_\w*(slot|slots)$", _SERVER),
+        (r"^pg_replication_slot_", _SERVER),
+        (r"^pg_replication_origin_", _SERVER),
+        (r"^pg_logical_", _WRITES),
+        (r"^pg_(start|stop)_backup$", _SERVER),
+        (r"^pg_backup_", _SERVER),
+        (r"^pg_wal_replay_", _SERVER),
+        (r"^binary_upgrade_", _WRITES),
+        (r"^dbms_", _SERVER),
+        (r"^utl_", _SERVER),
+        (r"^xp_", _SERVER),
+        (r"^sp_", _SERVER),
+    )
+)
+
+_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_$]*$")
+
+
+@functools.lru_cache(maxsize=4096)
+def forbidden_function_reason(name: str) -> str | None:
+    """Why calling the function `name` is refused, or None when it is allowed."""
+    lowered = name.lower()
+    if not _PLAIN_NAME.match(lowered):
+        return "has an escaped or unusual name, which could hide another function"
+    why = FORBIDDEN_FUNCTIONS.get(lowered)
+    if why is not None:
+        return why
+    for pattern, why in FORBIDDEN_FUNCTION_PATTERNS:
+        if pattern.search(lowered):
+            return why
+    return None
+
+
+@functools.cache
+def _typed_function_names(func_type: type[exp.Func]) -> tuple[str, ...]:
+    try:
+        return tuple(name.lower() for name in func_type.sql_names())
+    except Exception:  # an abstract base without a name
+        return ()
+
+
+def _function_names(node: exp.Func) -> tuple[str, ...]:
+    if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
+        return (node.name,)
+    return _typed_function_names(type(node))
+
+
+# --- dialects and tokens ------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=32)
+def _dialect(name: str) -> Dialect:
+    try:
+        return Dialect.get_or_raise(name or "")
+    except ValueError:
+        # A database sqlglot has no dialect for: its generic SQL still parses the usual queries.
+        return Dialect.get_or_raise("")
+
+
+def _split_statements(tokens: list[Token]) -> list[list[Token]]:
+    statements: list[list[Token]] = []
+    current: list[Token] = []
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if current:
+                statements.append(current)
+                current = []
+        else:
+            current.append(token)
+    if current:
+        statements.append(current)
+    return statements
+
+
+def _first_token(tokens: list[Token]) -> Token | None:
+    for token in tokens:
+        if token.token_type != TokenType.L_PAREN:
+            return token
+    return None
+
+
+def _first_word(tokens: list[Token]) -> str:
+    token = _first_token(tokens)
+    return token.text.upper() if token is not None else ""
+
+
+def _command_verdict(word: str) -> GuardVerdict:
+    kind, what = _COMMANDS.get(word, (GuardKind.FORBIDDEN_COMMAND, "is not a query"))
+    shown = word if len(word) <= 40 else word[:40] + "..."
+    return _refuse(kind, f"Rejected: {shown} {what}. {_ONLY_SELECT}.")
+
+
+def _syntax_verdict(error: ParseError) -> GuardVerdict:
+    if error.errors:
+        first = error.errors[0]
+        where = f"line {first.get('line')}, column {first.get('col')}"
+        near = (first.get("highlight") or "").strip()
+        detail = f"{first.get('description')} at {where}" + (f", near '{near}'" if near else "")
+    else:
+        detail = str(error).splitlines()[0]
+    return _refuse(GuardKind.SYNTAX, f"SQL syntax error: {detail}.")
+
+
+# --- the guard ------------------------------------------------------------------------------
+
+
+def check_statement(sql: str, dialect: str) -> GuardVerdict:
+    """Allow exactly one read-only query in `dialect` (sqlglot's name); refuse the rest.
+
+    Never raises for any input text: a statement the guard cannot analyse is refused.
+    """
+    if len(sql) > MAX_SQL_CHARS:
+        return _refuse(GuardKind.TOO_LONG,
+                       f"Rejected: the SQL is {len(sql):,} characters long; the limit is "
+                       f"{MAX_SQL_CHARS:,}.")
+    dialect_obj = _dialect(dialect)
+    try:
+        tokens = dialect_obj.tokenize(sql)
+    except TokenError as exc:
+        return _refuse(GuardKind.SYNTAX, f"SQL syntax error: {str(exc).splitlines()[0]}.")
+    except Exception as exc:
+        return _unsupported(exc)
+
+    statements = _split_statements(tokens)
+    if not statements:
+        return _refuse(GuardKind.EMPTY, "Rejected: there is no SQL statement, only comments or "
+                                        "semicolons.")
+    if len(statements) > 1:
+        others = ", ".join(_first_word(s) or "?" for s in statements[1:4])
+        return _refuse(GuardKind.MULTIPLE_STATEMENTS,
+                       f"Rejected: found {len(statements)} statements separated by ';' "
+                       f"(then: {others}). Send exactly one SELECT query.")
+
+    statement = statements[0]
+    first = _first_token(statement)
+    if first is None:
+        return _refuse(GuardKind.SYNTAX, "SQL syntax error: only parentheses, no query.")
+    if first.token_type not in _QUERY_STARTS_BY_DIALECT.get(dialect, _QUERY_STARTS):
+        return _command_verdict(first.text.upper())
+
+    try:
+        parsed = dialect_obj.parser().parse(statement, sql)
+    except ParseError as exc:
+        return _syntax_verdict(exc)
+    except Exception as exc:  # sqlglot's own failure (e.g. recursion on absurd nesting)
+        return _unsupported(exc)
+    roots = [root for root in parsed if root is not None]
+    if len(roots) != 1:
+        return _refuse(GuardKind.MULTIPLE_STATEMENTS,
+                       f"Rejected: found {len(roots)} statements. Send exactly one SELECT query.")
+    return _check_tree(roots[0])
+
+
+def _unsupported(exc: Exception) -> GuardVerdict:
+    return _refuse(GuardKind.UNSUPPORTED,
+                   f"Rejected: the SQL checker could not analyse this statement "
+                   f"({type(exc).__name__}: {str(exc)[:200]}). Rewrite it in plain SQL.")
+
+
+def _check_tree(root: exp.Expression) -> GuardVerdict:
+    if not isinstance(root, _ALLOWED_ROOTS):
+        for node_type, kind, label in _NODE_KINDS:
+            if isinstance(root, node_type):
+                return _refuse(kind, f"Rejected: {label} is not a read-only query. "
+                                     f"{_ONLY_SELECT}.")
+        return _refuse(GuardKind.FORBIDDEN_COMMAND,
+                       f"Rejected: a {type(root).__name__} expression is not a query. "
+                       f"{_ONLY_SELECT}.")
+    for node in root.walk():
+        if isinstance(node, _FORBIDDEN_NODE_TYPES):
+            return _nested_verdict(node)
+        if isinstance(node, exp.Func):
+            for name in _function_names(node):
+                why = forbidden_function_reason(name)
+                if why is not None:
+                    return _refuse(GuardKind.FORBIDDEN_FUNCTION,
+                                   f"Rejected: the function {name}() {why}; it is not allowed "
+                                   f"in a query. Rewrite the query without it.")
+    return _OK
+
+
+def _nested_verdict(node: exp.Expression) -> GuardVerdict:
+    for node_type, kind, label in _NODE_KINDS:
+        if isinstance(node, node_type):
+            break
+    else:  # pragma: no cover - _FORBIDDEN_NODE_TYPES is built from _NODE_KINDS
+        kind, label = GuardKind.FORBIDDEN_COMMAND, type(node).__name__
+    if isinstance(node, exp.Into):
+        reason = ("Rejected: SELECT ... INTO creates a table or writes a file. "
+                  "Remove the INTO clause.")
+    elif isinstance(node, exp.Lock):
+        reason = ("Rejected: FOR UPDATE / FOR SHARE locks rows. Remove the locking clause.")
+    elif node.find_ancestor(exp.CTE) is not None:
+        reason = (f"Rejected: the WITH clause contains {label}, which is not read-only "
+                  f"(a data-modifying CTE). {_ONLY_SELECT}.")
+    else:
+        reason = f"Rejected: the query contains {label}, which is not read-only. {_ONLY_SELECT}."
+    return _refuse(kind, reason)

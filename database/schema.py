@@ -1,0 +1,465 @@
+"""The schema representation the agents read: tables, columns, keys, descriptions, value examples.
+
+Built once per database and cached in memory and on disk, keyed by the database's identity and
+modification stamp. Value examples come from a bounded row sample per table (a few evenly spread
+rowid ranges on SQLite, `TABLESAMPLE` on PostgreSQL), not from the official code's full `GROUP BY`
+over every column, whose cost grows with the table.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import threading
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import inspect, text
+
+from macsql.database.cache_paths import cache_root
+from macsql.database.connection import DatabaseRef, get_engine, get_sql_database
+from macsql.database.execution import Outcome, execute_sql
+
+SCHEMA_FORMAT_VERSION = 2
+MAX_EXAMPLE_CHARS = 40
+MAX_DESCRIPTION_CHARS = 240
+LONG_TEXT_CHARS = 50
+SAMPLE_BLOCKS = 8
+
+Selection = dict[str, Any]  # table -> "keep_all" | "drop_all" | [columns]
+
+
+@dataclass
+class ColumnInfo:
+    name: str
+    type: str
+    primary_key: bool = False
+    full_name: str = ""
+    description: str = ""
+    value_description: str = ""
+    examples: list[Any] = field(default_factory=list)
+    has_nulls: bool = False
+
+
+@dataclass
+class TableInfo:
+    name: str
+    columns: list[ColumnInfo]
+
+    def column(self, name: str) -> ColumnInfo | None:
+        lowered = name.strip('`"[] ').lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    table: str
+    column: str
+    ref_table: str
+    ref_column: str
+
+
+@dataclass
+class SchemaInfo:
+    """A database schema as the agents see it."""
+
+    db_name: str
+    dialect: str
+    tables: list[TableInfo]
+    foreign_keys: list[ForeignKey]
+
+    @property
+    def total_columns(self) -> int:
+        return sum(len(t.columns) for t in self.tables)
+
+    @property
+    def avg_columns(self) -> float:
+        return self.total_columns / len(self.tables) if self.tables else 0.0
+
+    def table(self, name: str) -> TableInfo | None:
+        lowered = name.strip('`"[] ').lower()
+        return next((t for t in self.tables if t.name.lower() == lowered), None)
+
+    def key_columns(self, table: str) -> set[str]:
+        """Primary- and foreign-key columns of a table: they survive every selection."""
+        keys = {c.name for t in self.tables if t.name == table for c in t.columns if c.primary_key}
+        for fk in self.foreign_keys:
+            if fk.table == table:
+                keys.add(fk.column)
+            if fk.ref_table == table:
+                keys.add(fk.ref_column)
+        return keys
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SchemaInfo:
+        return cls(
+            db_name=data["db_name"],
+            dialect=data["dialect"],
+            tables=[
+                TableInfo(t["name"], [ColumnInfo(**c) for c in t["columns"]])
+                for t in data["tables"]
+            ],
+            foreign_keys=[ForeignKey(**fk) for fk in data["foreign_keys"]],
+        )
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _quoted(value: Any, limit: int) -> str:
+    """A value as a JSON literal, cut to `limit` characters: data, never instructions."""
+    if isinstance(value, str):
+        flat = " ".join(value.split())
+        if len(flat) > limit:
+            flat = flat[: limit - 1] + "…"
+        return json.dumps(flat, ensure_ascii=False)
+    return json.dumps(value) if isinstance(value, int | float | bool) else json.dumps(str(value))
+
+
+def render_column(col: ColumnInfo) -> str:
+    parts = [f"{col.name}: {col.type or 'ANY'}"]
+    if col.primary_key:
+        parts.append("primary key")
+    if col.full_name and col.full_name.lower() != col.name.lower():
+        parts.append(f"full name {_quoted(col.full_name, MAX_DESCRIPTION_CHARS)}")
+    if col.description and col.description.lower() not in (col.name.lower(), col.full_name.lower()):
+        parts.append(f"description {_quoted(col.description, MAX_DESCRIPTION_CHARS)}")
+    if col.value_description:
+        parts.append(f"values mean {_quoted(col.value_description, MAX_DESCRIPTION_CHARS)}")
+    if col.examples:
+        shown = ", ".join(_quoted(v, MAX_EXAMPLE_CHARS) for v in col.examples)
+        parts.append(f"value examples [{shown}]")
+    if col.has_nulls:
+        parts.append("contains NULL")
+    return "(" + ", ".join(parts) + ")"
+
+
+def render_schema(schema: SchemaInfo) -> str:
+    """One block per table, in MAC-SQL's layout."""
+    blocks = []
+    for table in schema.tables:
+        lines = [f"# Table: {table.name}", "["]
+        lines += [f"  {render_column(c)}," for c in table.columns]
+        if len(lines) > 2:
+            lines[-1] = lines[-1].rstrip(",")
+        lines.append("]")
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)
+
+
+def render_foreign_keys(schema: SchemaInfo) -> str:
+    return "\n".join(
+        f"{fk.table}.`{fk.column}` = {fk.ref_table}.`{fk.ref_column}`" for fk in schema.foreign_keys
+    )
+
+
+# --------------------------------------------------------------------------- selection
+
+
+@dataclass
+class SelectionResult:
+    schema: SchemaInfo
+    notes: list[str]
+    applied: bool
+
+
+def apply_selection(schema: SchemaInfo, selection: Selection) -> SelectionResult:
+    """Prune `schema` by a Selector reply; keys always stay, dropped tables lose their FK lines.
+
+    Unknown tables or columns are ignored and noted. A selection that would leave no table is
+    not applied (`applied=False`), so the caller falls back to the full schema.
+    """
+    notes: list[str] = []
+    decisions: dict[str, Any] = {}
+    for name, choice in selection.items():
+        table = schema.table(str(name))
+        if table is None:
+            notes.append(f"unknown table {name!r} ignored")
+            continue
+        decisions[table.name] = choice
+    kept: list[TableInfo] = []
+    for table in schema.tables:
+        choice = decisions.get(table.name, "keep_all")
+        if choice == "drop_all":
+            continue
+        if isinstance(choice, list):
+            wanted = {str(c).strip('`"[] ').lower() for c in choice}
+            known = {c.name.lower() for c in table.columns}
+            notes += [f"unknown column {table.name}.{c!r} ignored" for c in sorted(wanted - known)]
+            keys = {k.lower() for k in schema.key_columns(table.name)}
+            columns = [c for c in table.columns if c.name.lower() in wanted | keys]
+            kept.append(TableInfo(table.name, columns or list(table.columns)))
+        else:
+            if choice != "keep_all":
+                notes.append(f"unrecognised choice for {table.name!r}: kept whole")
+            kept.append(table)
+    if not kept:
+        return SelectionResult(schema, [*notes, "selection dropped every table"], False)
+    names = {t.name for t in kept}
+    fks = [fk for fk in schema.foreign_keys if fk.table in names and fk.ref_table in names]
+    return SelectionResult(SchemaInfo(schema.db_name, schema.dialect, kept, fks), notes, True)
+
+
+# --------------------------------------------------------------------------- building
+
+_cache: dict[tuple[Any, ...], SchemaInfo] = {}
+_cache_lock = threading.Lock()
+
+
+def _cache_dir() -> Path | None:
+    if os.environ.get("MACSQL_SCHEMA_CACHE", "1") == "0":
+        return None
+    return cache_root() / "schemas"
+
+
+def load_schema(
+    db: DatabaseRef, *, num_examples: int = 6, sample_rows: int = 2000, timeout: float = 30.0
+) -> SchemaInfo:
+    """The schema of `db`, from the memory or disk cache when the database is unchanged."""
+    key = (db.identity(), db.dialect, num_examples, sample_rows, SCHEMA_FORMAT_VERSION)
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    folder = _cache_dir()
+    path = None
+    if folder is not None:
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
+        path = folder / f"{db.name}-{digest}.json"
+        if path.is_file():
+            try:
+                schema = SchemaInfo.from_dict(json.loads(path.read_text()))
+            except (ValueError, KeyError, TypeError):
+                schema = None  # a corrupt cache file is rebuilt below
+            if schema is not None:
+                with _cache_lock:
+                    _cache[key] = schema
+                return schema
+    schema = build_schema(db, num_examples=num_examples, sample_rows=sample_rows, timeout=timeout)
+    with _cache_lock:
+        _cache[key] = schema
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(schema.to_dict(), ensure_ascii=False, default=str))
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only home must not stop a query
+    return schema
+
+
+def clear_schema_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def build_schema(
+    db: DatabaseRef, *, num_examples: int = 6, sample_rows: int = 2000, timeout: float = 30.0
+) -> SchemaInfo:
+    """Introspect `db` and sample value examples; no cache."""
+    engine = get_engine(db)
+    inspector = inspect(engine)
+    table_names = sorted(get_sql_database(db).get_usable_table_names())
+    descriptions = load_descriptions(db.description_dir) if db.description_dir else {}
+    tables: list[TableInfo] = []
+    fks: list[ForeignKey] = []
+    for name in table_names:
+        pk = set(inspector.get_pk_constraint(name).get("constrained_columns") or [])
+        columns = [
+            ColumnInfo(
+                name=c["name"],
+                type=str(c["type"]) if c.get("type") is not None else "",
+                primary_key=c["name"] in pk,
+            )
+            for c in inspector.get_columns(name)
+        ]
+        table = TableInfo(name, columns)
+        _attach_descriptions(table, descriptions.get(name.lower(), {}))
+        tables.append(table)
+        for fk in inspector.get_foreign_keys(name):
+            fks.extend(_foreign_keys(name, fk, inspector))
+    schema = SchemaInfo(db.name, db.dialect, tables, _dedupe(fks, tables))
+    if num_examples > 0:
+        for table in schema.tables:
+            _sample_examples(db, schema, table, num_examples, sample_rows, timeout)
+    return schema
+
+
+def _foreign_keys(table: str, fk: dict[str, Any], inspector: Any) -> list[ForeignKey]:
+    ref_table = fk.get("referred_table")
+    if not ref_table:
+        return []
+    local = fk.get("constrained_columns") or []
+    remote = fk.get("referred_columns") or []
+    if not remote or all(r is None for r in remote):
+        # SQLite allows `REFERENCES t` with no column: it means t's primary key.
+        try:
+            remote = inspector.get_pk_constraint(ref_table).get("constrained_columns") or []
+        except Exception:
+            remote = []
+    return [
+        ForeignKey(table, lc, ref_table, rc)
+        for lc, rc in zip(local, remote, strict=False)
+        if lc and rc
+    ]
+
+
+def _dedupe(fks: list[ForeignKey], tables: list[TableInfo]) -> list[ForeignKey]:
+    """Drop duplicate keys and keys naming tables or columns that do not exist."""
+    by_name = {t.name.lower(): t for t in tables}
+    seen: set[ForeignKey] = set()
+    out = []
+    for fk in fks:
+        src, dst = by_name.get(fk.table.lower()), by_name.get(fk.ref_table.lower())
+        if src is None or dst is None:
+            continue
+        src_col, dst_col = src.column(fk.column), dst.column(fk.ref_column)
+        if src_col is None or dst_col is None:
+            continue
+        clean = ForeignKey(src.name, src_col.name, dst.name, dst_col.name)
+        if clean not in seen:
+            seen.add(clean)
+            out.append(clean)
+    return out
+
+
+# --------------------------------------------------------------------------- descriptions
+
+
+def load_descriptions(folder: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """BIRD's `database_description/<table>.csv` files: table -> column -> fields."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for path in sorted(folder.glob("*.csv")):
+        raw = path.read_bytes()
+        for encoding in ("utf-8-sig", "cp1252", "latin-1"):
+            try:
+                content = raw.decode(encoding)
+                break
+            except UnicodeDecodeError:
+                continue
+        columns: dict[str, dict[str, str]] = {}
+        for row in csv.DictReader(content.splitlines()):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+            original = row.get("original_column_name", "")
+            if original:
+                columns[original.lower()] = row
+        out[path.stem.strip().lower()] = columns
+    return out
+
+
+def _attach_descriptions(table: TableInfo, described: dict[str, dict[str, str]]) -> None:
+    for col in table.columns:
+        row = described.get(col.name.lower())
+        if not row:
+            continue
+        col.full_name = row.get("column_name", "")
+        col.description = row.get("column_description", "")
+        value_description = row.get("value_description", "")
+        if value_description.lower() not in ("", "not useful", "commonsense evidence:"):
+            col.value_description = value_description
+
+
+# --------------------------------------------------------------------------- value examples
+
+_URL = re.compile(r"^(https?|ftp)://", re.I)
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
+_DATE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2})?(\.\d+)?)?$")
+_NUMERIC_TYPES = ("INT", "REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL", "NUMBER")
+_DATE_TYPES = ("DATE", "TIME")
+
+
+def _is_identifier_column(name: str) -> bool:
+    lowered = name.lower()
+    return lowered == "id" or lowered.endswith("_id") or bool(re.search(r"[a-z0-9]I[dD]$", name))
+
+
+def _sample_rows(
+    db: DatabaseRef, table: str, columns: list[str], limit: int, timeout: float
+) -> list[tuple[Any, ...]]:
+    quote = get_engine(db).dialect.identifier_preparer.quote
+    cols = ", ".join(quote(c) for c in columns)
+    source = quote(table)
+    queries: list[str] = []
+    if db.backend == "sqlite":
+        top = execute_sql(db, f"SELECT max(rowid) FROM {source}", timeout=timeout, max_rows=1)
+        max_rowid = top.rows[0][0] if top.outcome == Outcome.OK and top.rows else None
+        if isinstance(max_rowid, int) and max_rowid > limit * 2:
+            per_block = max(1, limit // SAMPLE_BLOCKS)
+            step = max_rowid // SAMPLE_BLOCKS
+            queries = [
+                f"SELECT {cols} FROM {source} WHERE rowid >= {i * step} "
+                f"ORDER BY rowid LIMIT {per_block}"
+                for i in range(SAMPLE_BLOCKS)
+            ]
+    elif db.backend == "postgresql":
+        with get_engine(db).connect() as conn:
+            estimate = conn.execute(
+                text("SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"), {"t": source}
+            ).scalar()
+        if estimate and estimate > limit * 2:
+            percent = min(100.0, 100.0 * limit * 2 / float(estimate))
+            queries = [f"SELECT {cols} FROM {source} TABLESAMPLE SYSTEM ({percent:.6f})"]
+    if not queries:
+        queries = [f"SELECT {cols} FROM {source}"]
+    rows: list[tuple[Any, ...]] = []
+    for query in queries:
+        result = execute_sql(db, query, timeout=timeout, max_rows=limit)
+        rows.extend(result.rows)
+    return rows[: limit + SAMPLE_BLOCKS]
+
+
+def _sample_examples(
+    db: DatabaseRef,
+    schema: SchemaInfo,
+    table: TableInfo,
+    num_examples: int,
+    sample_rows: int,
+    timeout: float,
+) -> None:
+    keys = schema.key_columns(table.name)
+    wanted = [c for c in table.columns if c.name not in keys and not c.primary_key]
+    if not wanted:
+        return
+    rows = _sample_rows(db, table.name, [c.name for c in wanted], sample_rows, timeout)
+    for index, col in enumerate(wanted):
+        values = [r[index] for r in rows]
+        col.has_nulls = any(v is None for v in values)
+        if _is_identifier_column(col.name):
+            continue
+        col.examples = pick_examples(values, col.type, num_examples)
+
+
+def pick_examples(values: list[Any], declared_type: str, limit: int) -> list[Any]:
+    """Up to `limit` frequent distinct non-null values, following MAC-SQL's exclusions."""
+    counts = Counter(v for v in values if v is not None and v != "")
+    if not counts:
+        return []
+    ranked = [v for v, _ in counts.most_common()]
+    kind = declared_type.upper()
+    texts = [v for v in ranked if isinstance(v, str)]
+    if texts and any(_URL.match(v) or _EMAIL.match(v) for v in texts[:limit]):
+        return []
+    numeric = all(isinstance(v, int | float) for v in ranked) or any(
+        t in kind for t in _NUMERIC_TYPES
+    )
+    if numeric and len(ranked) > 10:
+        return []
+    if texts and sum(len(v) for v in texts) / len(texts) > LONG_TEXT_CHARS:
+        return []
+    is_date = any(t in kind for t in _DATE_TYPES) or (
+        texts and all(_DATE.match(v) for v in texts[:limit])
+    )
+    if is_date:
+        return ranked[:1]
+    if isinstance(ranked[0], bytes | bytearray | memoryview):
+        return []
+    return ranked[:limit]

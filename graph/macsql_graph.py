@@ -1,0 +1,74 @@
+"""The MAC-SQL graph: load_schema → [selector] → decomposer → executor ⇄ refiner.
+
+`builder` is the uncompiled StateGraph, for hosts that compile with their own checkpointer or
+store; `graph` is compiled without one, for LangGraph Studio and the server (which supply
+persistence themselves).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from macsql.graph.context import Context, context_of
+from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
+from macsql.nodes.decomposer import decomposer_node
+from macsql.nodes.executor import execution_passed, executor_node
+from macsql.nodes.refiner import refiner_node
+from macsql.nodes.schema_loader import load_schema_node, needs_selector
+from macsql.nodes.selector import selector_node
+
+
+def route_after_schema(
+    state: MacSqlState, runtime: Runtime[Context]
+) -> Literal["selector", "decomposer", "__end__"]:
+    if state.get("fatal"):
+        return END
+    return "selector" if needs_selector(dict(state), context_of(runtime)) else "decomposer"
+
+
+def route_candidate(
+    state: MacSqlState, runtime: Runtime[Context]
+) -> Literal["executor", "refiner", "__end__"]:
+    """After a model wrote (or failed to write) SQL."""
+    if state.get("fatal"):
+        return END
+    if state.get("candidate_sql"):
+        return "executor"
+    # A reply with no SQL is an error for the Refiner, within the same bound.
+    return "refiner" if state.get("refines", 0) < context_of(runtime).max_try_times else END
+
+
+def route_after_execution(
+    state: MacSqlState, runtime: Runtime[Context]
+) -> Literal["refiner", "__end__"]:
+    context = context_of(runtime)
+    if state.get("fatal") or execution_passed(dict(state)):
+        return END
+    if state.get("attempts", 0) >= context.max_try_times:
+        return END
+    return "refiner" if state.get("refines", 0) < context.max_try_times else END
+
+
+def build_macsql_graph() -> StateGraph[MacSqlState, Context, MacSqlInput, MacSqlOutput]:
+    builder: Any = StateGraph(
+        MacSqlState, context_schema=Context, input_schema=MacSqlInput, output_schema=MacSqlOutput
+    )
+    builder.add_node("load_schema", load_schema_node)
+    builder.add_node("selector", selector_node)
+    builder.add_node("decomposer", decomposer_node)
+    builder.add_node("executor", executor_node)
+    builder.add_node("refiner", refiner_node)
+    builder.add_edge(START, "load_schema")
+    builder.add_conditional_edges("load_schema", route_after_schema)
+    builder.add_edge("selector", "decomposer")
+    builder.add_conditional_edges("decomposer", route_candidate)
+    builder.add_conditional_edges("executor", route_after_execution)
+    builder.add_conditional_edges("refiner", route_candidate)
+    return builder
+
+
+builder = build_macsql_graph()
+graph = builder.compile(name="macsql")

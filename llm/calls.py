@@ -1,0 +1,100 @@
+"""One model call for an agent, with usage accounting and failures turned into data.
+
+Agents reply in text (JSON objects and ```sql fences, as in the papers), so any chat model works,
+including servers with no tool-calling or structured-output support.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from macsql.graph.context import Context
+from macsql.llm.models import ModelConfigError, get_chat_model
+
+Usage = dict[str, dict[str, float]]
+
+
+@dataclass
+class ModelReply:
+    """The text of a reply, or the error that stopped it, plus the call's usage."""
+
+    text: str
+    error: str | None
+    usage: Usage
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+def usage_entry(message: BaseMessage | None, latency: float, calls: int = 1) -> dict[str, float]:
+    meta = getattr(message, "usage_metadata", None) or {}
+    return {
+        "calls": calls,
+        "input_tokens": int(meta.get("input_tokens", 0) or 0),
+        "output_tokens": int(meta.get("output_tokens", 0) or 0),
+        "latency_s": round(latency, 6),
+    }
+
+
+def merge_usage(left: Usage | None, right: Usage | None) -> Usage:
+    """State reducer: add per-agent counters."""
+    merged: Usage = {agent: dict(entry) for agent, entry in (left or {}).items()}
+    for agent, entry in (right or {}).items():
+        into = merged.setdefault(agent, {})
+        for name, value in entry.items():
+            into[name] = round(into.get(name, 0) + value, 6)
+    return merged
+
+
+def call_model(
+    context: Context,
+    agent: str,
+    prompt: str | list[BaseMessage],
+    *,
+    system: str | None = None,
+) -> ModelReply:
+    """Call the agent's model once; a network, server or config failure becomes `error`."""
+    messages: list[BaseMessage]
+    if isinstance(prompt, str):
+        messages = [HumanMessage(prompt)]
+    else:
+        messages = list(prompt)
+    if system:
+        messages.insert(0, SystemMessage(system))
+    started = time.perf_counter()
+    try:
+        model = get_chat_model(context, agent)
+        reply = model.invoke(
+            messages, config={"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}}
+        )
+    except ModelConfigError as exc:
+        return ModelReply("", f"model configuration error: {exc}", {})
+    except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
+        latency = time.perf_counter() - started
+        return ModelReply(
+            "",
+            f"model call failed ({type(exc).__name__}): {_first_line(exc)}",
+            {agent: usage_entry(None, latency)},
+        )
+    latency = time.perf_counter() - started
+    return ModelReply(_text_of(reply), None, {agent: usage_entry(reply, latency)})
+
+
+def _text_of(message: Any) -> str:
+    if isinstance(message, AIMessage | BaseMessage):
+        content = message.content
+    else:
+        content = message
+    if isinstance(content, list):  # content blocks
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content or "")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -1,0 +1,107 @@
+"""Chat models for the agents: resolution from `Context`, one cached client per setting.
+
+A model is named by a `provider:name` string for langchain's `init_chat_model`, so any provider
+langchain knows works. `provider` `openai` with a `base_url` reaches any OpenAI-compatible server
+(vLLM, Ollama, llama.cpp). Names registered with `register_chat_model` (scripted models in tests,
+or a model object a host already built) take precedence.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from langchain.chat_models import init_chat_model
+from langchain_core.language_models import BaseChatModel
+
+from macsql.graph.context import Context
+
+
+class ModelConfigError(ValueError):
+    """The model cannot be set up (no API key, unknown provider, ...)."""
+
+
+_registered: dict[str, BaseChatModel] = {}
+_clients: dict[tuple[object, ...], BaseChatModel] = {}
+_lock = threading.Lock()
+
+
+def register_chat_model(name: str, model: BaseChatModel) -> None:
+    """Make `name` resolve to an existing model object (Context fields hold strings)."""
+    with _lock:
+        _registered[name] = model
+
+
+def unregister_chat_model(name: str) -> None:
+    with _lock:
+        _registered.pop(name, None)
+
+
+@contextmanager
+def registered_chat_model(name: str, model: BaseChatModel) -> Iterator[str]:
+    """Register a model for the duration of a block; yields its name."""
+    register_chat_model(name, model)
+    try:
+        yield name
+    finally:
+        unregister_chat_model(name)
+
+
+def _split(model: str) -> tuple[str, str]:
+    provider, sep, name = model.partition(":")
+    if not sep:
+        return "openai", model
+    return provider, name
+
+
+def get_chat_model(context: Context, agent: str) -> BaseChatModel:
+    """The chat model `agent` uses under `context`, built once and reused."""
+    spec = context.model_for(agent)
+    with _lock:
+        if spec in _registered:
+            return _registered[spec]
+    provider, name = _split(spec)
+    base_url = context.base_url or (
+        os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
+    )
+    api_key = context.api_key
+    if provider == "openai" and not (api_key or os.environ.get("OPENAI_API_KEY")):
+        if not base_url:
+            raise ModelConfigError(
+                "no model configured: set OPENAI_API_KEY, or pass --base-url for a local "
+                "OpenAI-compatible server (and --api-key if it needs one)"
+            )
+        api_key = "not-needed"  # local servers usually ignore the key, but the client wants one
+    key = (
+        provider,
+        name,
+        base_url,
+        api_key,
+        context.temperature,
+        context.model_timeout,
+        context.model_max_retries,
+    )
+    with _lock:
+        client = _clients.get(key)
+    if client is not None:
+        return client
+    kwargs: dict[str, object] = {
+        "temperature": context.temperature,
+        "timeout": context.model_timeout,
+        "max_retries": context.model_max_retries,
+    }
+    if base_url:
+        kwargs["base_url"] = base_url
+    if api_key:
+        kwargs["api_key"] = api_key
+    if provider == "openai":
+        kwargs["stream_usage"] = True  # token usage also when the graph streams tokens
+    try:
+        client = init_chat_model(name, model_provider=provider, **kwargs)
+    except Exception as exc:  # unknown provider, missing integration package, bad kwargs
+        raise ModelConfigError(f"cannot set up model {spec!r}: {exc}") from exc
+    with _lock:
+        _clients.setdefault(key, client)
+        return _clients[key]

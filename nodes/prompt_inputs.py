@@ -1,0 +1,38 @@
+"""The values every agent prompt shares: database, schema, question, evidence, dialect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from macsql.graph.context import Context
+
+_QUOTE_HINTS = {
+    "sqlite": "Quote names that contain spaces or symbols with backticks, e.g. `Free Meal Count`.",
+    "postgres": 'Quote names that contain capitals, spaces or symbols with double quotes, e.g. "Free Meal Count".',
+    "mysql": "Quote names that contain spaces or symbols with backticks.",
+}
+
+
+def dialect_name(dialect: str) -> str:
+    return {
+        "sqlite": "SQLite",
+        "postgres": "PostgreSQL",
+        "mysql": "MySQL",
+        "tsql": "SQL Server",
+    }.get(dialect, dialect or "SQL")
+
+
+def prompt_inputs(state: dict[str, Any], context: Context) -> dict[str, str]:
+    evidence = (state.get("evidence") or "").strip()
+    if context.dataset_style == "spider":
+        evidence = ""
+    dialect = state.get("dialect", "sqlite")
+    return {
+        "db_id": state.get("db_name", ""),
+        "schema": state.get("schema_text", ""),
+        "foreign_keys": state.get("foreign_keys_text", "") or "(none)",
+        "question": (state.get("question") or "").strip(),
+        "evidence": evidence or "(none)",
+        "dialect": dialect_name(dialect),
+        "quote_hint": _QUOTE_HINTS.get(dialect, "Quote names that contain spaces or symbols."),
+    }

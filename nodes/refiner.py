@@ -1,0 +1,47 @@
+"""`refiner`: MAC-SQL's Refiner repairs SQL from the database's execution feedback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from macsql.graph.context import Context, context_of
+from macsql.llm.calls import call_model
+from macsql.nodes.decomposer import NO_SQL_MESSAGE, model_failure, no_sql_execution
+from macsql.nodes.events import emit
+from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.replies import extract_sql
+from macsql.prompts import render_prompt
+
+
+def refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    context = context_of(runtime)
+    failed = state.get("last_execution") or {}
+    refines = state.get("refines", 0) + 1
+    emit(runtime, "refiner", "start", attempt=refines, outcome=failed.get("outcome"))
+    prompt = render_prompt(
+        "refiner",
+        **prompt_inputs(state, context),
+        sql=failed.get("sql") or "(no SQL was written)",
+        outcome=failed.get("outcome", "unknown"),
+        error_class=failed.get("error_class") or "none",
+        error=failed.get("error") or "none",
+    )
+    reply = call_model(context, "refiner", prompt)
+    if reply.failed:
+        emit(runtime, "refiner", "error", error=reply.error)
+        return {
+            **model_failure(reply.error or ""),
+            "usage": reply.usage,
+            "refines": refines,
+            **({} if state.get("status") == "ok" else {"error": reply.error}),
+        }
+    sql = extract_sql(reply.text)
+    emit(runtime, "refiner", "done", attempt=refines, sql=sql)
+    update: dict[str, Any] = {"usage": reply.usage, "refines": refines, "candidate_sql": sql or ""}
+    if sql is None:
+        update["last_execution"] = {**no_sql_execution(reply.text), "sql": failed.get("sql", "")}
+        if not state.get("tries"):
+            update["error"] = NO_SQL_MESSAGE
+    return update

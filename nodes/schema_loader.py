@@ -1,0 +1,76 @@
+"""`load_schema`: check the input, open the database, build its schema representation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from macsql.database.connection import DatabaseNotFoundError, resolve_database
+from macsql.database.schema import load_schema, render_foreign_keys, render_schema
+from macsql.graph.context import Context, context_of
+from macsql.nodes.events import emit
+
+
+def fail(message: str) -> dict[str, Any]:
+    """A terminal state update: nothing ran, and the caller is told why."""
+    return {
+        "fatal": True,
+        "status": "failed",
+        "error": message,
+        "sql": "",
+        "outcome": "not_run",
+        "attempts": 0,
+        "selector_used": False,
+        "columns": [],
+        "rows": [],
+        "tries": [],
+    }
+
+
+def load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    context = context_of(runtime)
+    question = (state.get("question") or "").strip()
+    if not question:
+        return fail("the question is empty")
+    try:
+        db = resolve_database(state.get("db") or "")
+    except DatabaseNotFoundError as exc:
+        return fail(str(exc))
+    emit(runtime, "load_schema", "start", db=db.name)
+    try:
+        schema = load_schema(
+            db,
+            num_examples=context.num_value_examples,
+            sample_rows=context.sample_rows,
+            timeout=context.query_timeout,
+        )
+    except Exception as exc:  # unreachable server, corrupt file, permission denied
+        return fail(f"cannot read the schema of {db.safe_url}: {type(exc).__name__}: {exc}")
+    if not schema.tables:
+        return fail(f"the database {db.safe_url} has no tables")
+    emit(runtime, "load_schema", "done", tables=len(schema.tables), columns=schema.total_columns)
+    return {
+        "dialect": db.dialect,
+        "db_name": db.name,
+        "schema": schema.to_dict(),
+        "schema_text": render_schema(schema),
+        "foreign_keys_text": render_foreign_keys(schema),
+        "selector_used": False,
+        "selector_fallback": None,
+        "attempts": 0,
+        "refines": 0,
+        "tries": [],
+        "status": "failed",
+        "error": "no SQL was executed",
+        "sql": "",
+        "fatal": False,
+    }
+
+
+def needs_selector(state: dict[str, Any], context: Context) -> bool:
+    """MAC-SQL's rule: prune only schemas with many columns per table or in total."""
+    tables = state.get("schema", {}).get("tables", [])
+    total = sum(len(t["columns"]) for t in tables)
+    average = total / len(tables) if tables else 0.0
+    return average > context.selector_max_avg_columns or total > context.selector_max_total_columns

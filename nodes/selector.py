@@ -1,0 +1,55 @@
+"""`selector`: MAC-SQL's Selector prunes a large schema to the tables and columns that matter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from macsql.database.schema import (
+    SchemaInfo,
+    apply_selection,
+    render_foreign_keys,
+    render_schema,
+)
+from macsql.graph.context import Context, context_of
+from macsql.llm.calls import call_model
+from macsql.nodes.events import emit
+from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.replies import extract_json_object
+from macsql.prompts import render_prompt
+
+
+def selector_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    context = context_of(runtime)
+    schema = SchemaInfo.from_dict(state["schema"])
+    emit(runtime, "selector", "start", tables=len(schema.tables), columns=schema.total_columns)
+    reply = call_model(
+        context, "selector", render_prompt("selector", **prompt_inputs(state, context))
+    )
+    update: dict[str, Any] = {"selector_used": True, "usage": reply.usage}
+    if reply.failed:
+        fallback = f"selector model failed, full schema kept: {reply.error}"
+    else:
+        selection = extract_json_object(reply.text)
+        if selection is None:
+            fallback = "selector reply held no JSON object, full schema kept"
+        else:
+            result = apply_selection(schema, selection)
+            if result.applied:
+                kept = [t.name for t in result.schema.tables]
+                emit(runtime, "selector", "done", selected_tables=kept, notes=result.notes)
+                return {
+                    **update,
+                    "schema_text": render_schema(result.schema),
+                    "foreign_keys_text": render_foreign_keys(result.schema),
+                    "selected_tables": kept,
+                    "selector_fallback": "; ".join(result.notes) or None,
+                }
+            fallback = "; ".join(result.notes) + ", full schema kept"
+    emit(runtime, "selector", "fallback", reason=fallback)
+    return {
+        **update,
+        "selector_fallback": fallback,
+        "selected_tables": [t.name for t in schema.tables],
+    }
