@@ -1,0 +1,191 @@
+"""Spider and BIRD question files, in their official layouts.
+
+- Spider ``DIR``: ``dev.json`` (or ``train_spider.json``), ``tables.json`` and
+  ``database/<db>/<db>.sqlite`` (a test-suite layout may hold more ``*.sqlite`` files per
+  database folder; all of them are used in scoring, as the official scorer does).
+- BIRD ``DIR``: ``dev.json``, ``dev_tables.json`` and ``dev_databases/<db>/<db>.sqlite`` with
+  ``database_description/``. BIRD mini-dev's files (``mini_dev_sqlite.json`` and its
+  ``mini_dev_mysql.json`` / ``mini_dev_postgresql.json`` siblings) load the same way, by
+  split name (``--split mini_dev`` or the file stem).
+
+An item whose database is missing is kept, with ``skip_reason`` set, so a run reports it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from macsql.evals.hardness import HardnessParseError, spider_hardness
+
+DatasetName = Literal["spider", "bird"]
+
+SPIDER_LEVELS = ("easy", "medium", "hard", "extra")
+BIRD_LEVELS = ("simple", "moderate", "challenging")
+
+SPIDER_QUESTION_FILES = {"dev": "dev.json", "train": "train_spider.json"}
+BIRD_SPLIT_ALIASES = {"mini_dev": "mini_dev_sqlite", "minidev": "mini_dev_sqlite"}
+
+
+class DatasetError(ValueError):
+    """The data directory does not hold the files the dataset needs."""
+
+
+@dataclass
+class EvalItem:
+    """One question, its gold SQL and where its database is."""
+
+    index: int
+    """Position in the dataset's question file (the key of the official prediction files)."""
+    db_id: str
+    question: str
+    gold_sql: str
+    evidence: str = ""
+    level: str = "unknown"
+    """Spider hardness (easy/medium/hard/extra) or BIRD difficulty (simple/...)."""
+    question_id: int | None = None
+    db: str | None = None
+    """A SQLite path or a database URL; None when the database is missing."""
+    db_files: list[str] = field(default_factory=list)
+    """Every SQLite file the item is scored on (Spider test suites hold several)."""
+    skip_reason: str | None = None
+
+    @property
+    def skipped(self) -> bool:
+        return self.skip_reason is not None
+
+
+@dataclass
+class Dataset:
+    name: DatasetName
+    split: str
+    data_dir: Path
+    question_file: Path
+    items: list[EvalItem]
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        return SPIDER_LEVELS if self.name == "spider" else BIRD_LEVELS
+
+    @property
+    def skip_counts(self) -> Counter[str]:
+        return Counter(item.skip_reason for item in self.items if item.skip_reason)
+
+
+def load_dataset(
+    name: DatasetName, data_dir: str | Path, split: str = "dev", *, db_url: str | None = None
+) -> Dataset:
+    """Load a dataset by name; `db_url` (BIRD, with ``{db_id}``) replaces the SQLite files."""
+    if name == "spider":
+        return load_spider(data_dir, split)
+    if name == "bird":
+        return load_bird(data_dir, split, db_url=db_url)
+    raise DatasetError(f"unknown dataset {name!r}: choose spider or bird")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise DatasetError(f"missing file: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path} is not valid JSON: {exc}") from None
+
+
+def _tables_by_db(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.is_file():
+        return {}
+    return {entry["db_id"]: entry for entry in _read_json(path)}
+
+
+def missing_database_reason(db_id: str) -> str:
+    return f"database missing: {db_id}"
+
+
+def load_spider(data_dir: str | Path, split: str = "dev") -> Dataset:
+    root = Path(data_dir).expanduser()
+    question_file = root / SPIDER_QUESTION_FILES.get(split, f"{split}.json")
+    records = _read_json(question_file)
+    db_root = root / "database"
+    if not db_root.is_dir() and (root / "test_database").is_dir():
+        db_root = root / "test_database"
+    items: list[EvalItem] = []
+    for index, rec in enumerate(records):
+        db_id = rec["db_id"]
+        gold = rec["query"]
+        try:
+            level = spider_hardness(gold)
+        except HardnessParseError:
+            level = "unknown"
+        item = EvalItem(index=index, db_id=db_id, question=rec["question"], gold_sql=gold,
+                        level=level)
+        main_file = db_root / db_id / f"{db_id}.sqlite"
+        if main_file.is_file():
+            item.db = str(main_file)
+            item.db_files = sorted(
+                str(p) for p in main_file.parent.iterdir()
+                if p.is_file() and p.name.endswith(".sqlite")
+            )
+        else:
+            item.skip_reason = missing_database_reason(db_id)
+        items.append(item)
+    return Dataset("spider", split, root, question_file, items,
+                   _tables_by_db(root / "tables.json"))
+
+
+def _bird_question_file(root: Path, split: str) -> Path:
+    stem = BIRD_SPLIT_ALIASES.get(split, split)
+    for candidate in (root / f"{stem}.json", root / stem):
+        if candidate.is_file():
+            return candidate
+    raise DatasetError(f"no BIRD question file for split {split!r} in {root}")
+
+
+def _bird_database_root(root: Path, split: str) -> Path:
+    for name in (f"{split}_databases", "dev_databases", "databases"):
+        if (root / name).is_dir():
+            return root / name
+    return root / "dev_databases"
+
+
+def _bird_tables_file(root: Path, split: str) -> Path:
+    for name in (f"{split}_tables.json", "dev_tables.json", "tables.json"):
+        if (root / name).is_file():
+            return root / name
+    return root / "dev_tables.json"
+
+
+def load_bird(data_dir: str | Path, split: str = "dev", *, db_url: str | None = None) -> Dataset:
+    root = Path(data_dir).expanduser()
+    question_file = _bird_question_file(root, split)
+    records = _read_json(question_file)
+    db_root = _bird_database_root(root, split)
+    items: list[EvalItem] = []
+    for index, rec in enumerate(records):
+        db_id = rec["db_id"]
+        item = EvalItem(
+            index=index,
+            db_id=db_id,
+            question=rec["question"],
+            gold_sql=rec.get("SQL") or rec.get("query") or "",
+            evidence=rec.get("evidence") or "",
+            level=rec.get("difficulty") or "unknown",
+            question_id=rec.get("question_id"),
+        )
+        if db_url:
+            item.db = db_url.replace("{db_id}", db_id)
+        else:
+            path = db_root / db_id / f"{db_id}.sqlite"
+            if path.is_file():
+                item.db = str(path)
+                item.db_files = [str(path)]
+            else:
+                item.skip_reason = missing_database_reason(db_id)
+        items.append(item)
+    return Dataset("bird", split, root, question_file, items,
+                   _tables_by_db(_bird_tables_file(root, split)))

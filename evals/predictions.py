@@ -1,0 +1,99 @@
+"""The official prediction file formats.
+
+- BIRD ``predict_dev.json``: a JSON object ``{"0": "SQL\\t----- bird -----\\tdb_id", ...}``, keyed
+  by the position in the question file. The official scorer reads the values in file order.
+- Spider ``pred.sql``: one SQL per line, in dataset order. The official scorer treats an empty
+  line as the end of a session, so an item with no prediction gets a placeholder that fails to
+  execute instead of an empty line.
+
+SQL is written on one line: line breaks and tabs become spaces.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+BIRD_SEPARATOR = "\t----- bird -----\t"
+NO_PREDICTION = "error: no prediction"
+"""The line written for an item with no SQL; it scores 0 (it does not execute)."""
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n\t\f\v]+\s*")
+
+
+class PredictionsFormatError(ValueError):
+    """A predictions file that is not in the official format."""
+
+
+def one_line(sql: str | None) -> str:
+    """`sql` on one line: each run of line breaks or tabs (and the spaces around) is one space."""
+    return _LINE_BREAKS.sub(" ", sql or "").strip()
+
+
+def prediction_line(sql: str | None) -> str:
+    """The text written for one prediction: one line, or the placeholder when there is none."""
+    return one_line(sql) or NO_PREDICTION
+
+
+def write_spider_predictions(path: str | Path, sqls: Iterable[str | None]) -> Path:
+    path = Path(path)
+    text = "".join(prediction_line(sql) + "\n" for sql in sqls)
+    _atomic_write(path, text)
+    return path
+
+
+def read_spider_predictions(path: str | Path) -> list[str]:
+    """One SQL per line (the text before a tab, as the official scorer reads it).
+
+    Empty lines at the end are ignored; an empty line in the middle is an empty prediction.
+    """
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return [line.strip().split("\t")[0] for line in lines]
+
+
+def write_bird_predictions(path: str | Path, predictions: Mapping[int, tuple[str | None, str]]) -> Path:
+    """`predictions` maps the item index to (SQL, db_id); keys are written in index order."""
+    path = Path(path)
+    payload = {
+        str(index): prediction_line(sql) + BIRD_SEPARATOR + db_id
+        for index, (sql, db_id) in sorted(predictions.items())
+    }
+    _atomic_write(path, json.dumps(payload, indent=4, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_bird_predictions(path: str | Path) -> dict[int, str]:
+    """Index -> SQL. A value without the separator is the SQL itself; a non-string is empty.
+
+    Keys that are not integers take their position in the file, which is how the official
+    scorer pairs predictions with gold.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise PredictionsFormatError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise PredictionsFormatError(f"{path}: expected a JSON object of index -> SQL")
+    keys = list(data)
+    numeric = all(str(k).strip().isdigit() for k in keys)
+    out: dict[int, str] = {}
+    for position, key in enumerate(keys):
+        value = data[key]
+        if isinstance(value, str):
+            sql = value.split(BIRD_SEPARATOR)[0] if BIRD_SEPARATOR in value else value
+            sql = sql.strip()
+        else:
+            sql = ""
+        out[int(key) if numeric else position] = sql
+    return out
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

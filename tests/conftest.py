@@ -1,0 +1,67 @@
+"""Shared fixtures: data locations, an isolated cache, scripted models."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from macsql.database.schema import clear_schema_cache
+from macsql.graph.context import Context
+from macsql.llm.models import registered_chat_model
+from macsql.llm.scripted import ScriptedChatModel
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DATA = Path(os.environ.get("MACSQL_DATA_DIR", SHARED / "data"))
+SPIDER = DATA / "spider"
+BIRD = DATA / "bird_dev"
+
+
+def spider_db(db_id: str) -> Path:
+    return SPIDER / "database" / db_id / f"{db_id}.sqlite"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Caches (schemas, demo database) go to a temp dir, never the developer's home."""
+    previous = os.environ.get("MACSQL_CACHE_DIR")
+    os.environ["MACSQL_CACHE_DIR"] = str(tmp_path_factory.mktemp("macsql-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("MACSQL_CACHE_DIR", None)
+    else:
+        os.environ["MACSQL_CACHE_DIR"] = previous
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a real model, whatever the developer's shell exports."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def fresh_schema_cache() -> Iterator[None]:
+    clear_schema_cache()
+    yield
+    clear_schema_cache()
+
+
+@pytest.fixture
+def scripted() -> Iterator[object]:
+    """`scripted(replies, **context_fields)` -> (model, Context) with the model registered."""
+    registered: list[object] = []
+
+    def make(replies: object, **fields: object) -> tuple[ScriptedChatModel, Context]:
+        name = f"scripted:test-{len(registered)}"
+        model = ScriptedChatModel(responder=replies)
+        manager = registered_chat_model(name, model)
+        manager.__enter__()
+        registered.append(manager)
+        return model, Context(model=name, **fields)  # type: ignore[arg-type]
+
+    yield make
+    for manager in registered:
+        manager.__exit__(None, None, None)  # type: ignore[attr-defined]

@@ -1,0 +1,271 @@
+"""The graphs served by LangGraph's own dev server, driven with LangGraph's own client.
+
+This starts `langgraph dev` (langgraph-cli[inmem]) on 127.0.0.1 exactly as the README tells a
+user to, and talks to it with `langgraph_sdk`, the client Studio is built on. The model is a
+scripted OpenAI-compatible HTTP server in this process, so the real langchain-openai client path
+runs, and nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from macsql.llm.scripted import ScriptedOpenAIServer
+
+pytestmark = pytest.mark.timeout(180)
+
+ROOT = Path(__file__).resolve().parents[1]
+SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+STARTUP_SECONDS = 60
+
+langgraph_sdk = pytest.importorskip("langgraph_sdk")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _log_tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _wait_until_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    import httpx
+
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{_log_tail(log)}")
+        try:
+            if httpx.get(f"{url}/ok", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"langgraph dev was not ready after {STARTUP_SECONDS}s:\n{_log_tail(log)}")
+
+
+@pytest.fixture(scope="module")
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("langgraph_dev") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def langgraph_server(server_log: Path) -> Iterator[str]:
+    """`langgraph dev --no-browser` on a free loopback port; always stopped afterwards."""
+    if not LANGGRAPH.exists():
+        pytest.skip("langgraph-cli is not installed (pip install -e '.[dev]')")
+    port = _free_port()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LANGSMITH_API_KEY")
+    }
+    env.update(
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        LANGGRAPH_DISABLE_FILE_PERSISTENCE="true",  # no .langgraph_api/ files from the test
+        LANGSMITH_TRACING="false",
+        LANGCHAIN_TRACING_V2="false",
+    )
+    command = [
+        str(LANGGRAPH),
+        "dev",
+        "--no-browser",
+        "--no-reload",  # other edits to the tree must not restart it mid-test
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    with server_log.open("wb") as log:
+        proc = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so its workers stop with it
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_ready(url, proc, server_log)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def client(langgraph_server: str) -> Any:
+    return langgraph_sdk.get_sync_client(url=langgraph_server)
+
+
+def _context(server: ScriptedOpenAIServer, **extra: Any) -> dict[str, Any]:
+    """What a Studio user types into the context form, as JSON."""
+    return {
+        "model": "openai:scripted",
+        "base_url": server.base_url,
+        "api_key": "test-key",
+        "dataset_style": "spider",
+        "model_max_retries": 0,
+        **extra,
+    }
+
+
+WRONG_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
+FIXED_SQL = "SELECT count(*) FROM singer"
+
+
+def _responder(prompt: str) -> str:
+    """Decomposer: a query with a wrong column; Refiner: the fix."""
+    if prompt.startswith("You are the Refiner"):
+        return f"The column is misspelled.\n```sql\n{FIXED_SQL}\n```"
+    if prompt.startswith("You are the Decomposer"):
+        return f"SQL\n```sql\n{WRONG_SQL}\n```\nQuestion Solved."
+    raise AssertionError(f"unexpected prompt: {prompt[:80]!r}")
+
+
+def test_every_configured_graph_is_served_with_a_description(client: Any) -> None:
+    configured = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+    assistants = client.assistants.search(limit=100)
+    served = {a["graph_id"]: a for a in assistants}
+    assert set(configured) <= set(served), f"not served: {set(configured) - set(served)}"
+    assert "macsql" in served
+    for graph_id in configured:
+        assert (served[graph_id].get("description") or "").strip(), graph_id
+        # The server can draw each graph, as Studio does.
+        drawing = client.assistants.get_graph(served[graph_id]["assistant_id"])
+        node_ids = {node["id"] for node in drawing["nodes"]}
+        assert "__start__" in node_ids and "__end__" in node_ids
+    macsql_nodes = {
+        n["id"] for n in client.assistants.get_graph(served["macsql"]["assistant_id"])["nodes"]
+    }
+    assert {"load_schema", "selector", "decomposer", "executor", "refiner"} <= macsql_nodes
+
+
+def test_schemas_show_input_output_and_documented_context(client: Any) -> None:
+    (assistant,) = client.assistants.search(graph_id="macsql", limit=1)
+    schemas = client.assistants.get_schemas(assistant["assistant_id"])
+
+    context = schemas["context_schema"]
+    assert context is not None, "Studio would show no context form"
+    props = context["properties"]
+    assert props["max_try_times"]["default"] == 3
+    assert "maxTryTimes" in props["max_try_times"]["description"]
+    assert set(props["dataset_style"]["enum"]) == {"bird", "spider"}
+    assert props["dataset_style"]["default"] == "bird"
+    assert props["approve_sql"]["default"] is False
+    for name in ("model", "decomposer_model", "refiner_model", "model_timeout", "query_timeout"):
+        assert props[name].get("description"), f"{name} has no description in Studio"
+
+    # The narrow input and output a host and Studio see (not the internal state).
+    input_schema = schemas["input_schema"]
+    output_schema = schemas["output_schema"]
+    assert input_schema is not None, "the server could not build the input schema"
+    assert output_schema is not None, "the server could not build the output schema"
+    assert {"question", "db"} <= set(input_schema["required"])
+    assert set(input_schema["properties"]) == {"question", "db", "evidence"}
+    assert {"sql", "status", "rows", "usage", "attempts"} <= set(output_schema["properties"])
+    assert "schema_text" not in output_schema["properties"]
+    assert "candidate_sql" not in output_schema["properties"]
+
+
+def test_run_streams_updates_and_events_from_inside_the_refine_loop(
+    client: Any, server_log: Path
+) -> None:
+    with ScriptedOpenAIServer(_responder) as model_server:
+        parts = list(
+            client.runs.stream(
+                None,
+                "macsql",
+                input={"question": "How many singers do we have?", "db": str(SPIDER_DB)},
+                context=_context(model_server),
+                stream_mode=["updates", "custom"],
+            )
+        )
+        assert model_server.requests == 2  # the Decomposer, then one Refiner call
+
+    errors = [p.data for p in parts if p.event == "error"]
+    assert not errors, f"{errors}\n{_log_tail(server_log)}"
+    updates = [p.data for p in parts if p.event == "updates"]
+    events = [p.data for p in parts if p.event == "custom"]
+    nodes = [next(iter(u)) for u in updates]
+    assert nodes == ["load_schema", "decomposer", "executor", "refiner", "executor"]
+
+    executor_done = [e for e in events if e["agent"] == "executor" and e["phase"] == "done"]
+    assert [(e["attempt"], e["outcome"]) for e in executor_done] == [
+        (1, "unknown_table_or_column"),
+        (2, "ok"),
+    ]
+    assert "singer_nme" in executor_done[0]["error"]
+    tried = [e["sql"] for e in events if e["agent"] == "executor" and e["phase"] == "start"]
+    assert tried == [WRONG_SQL, FIXED_SQL]
+
+    refiner_update = updates[nodes.index("refiner")]["refiner"]
+    assert refiner_update["candidate_sql"] == FIXED_SQL
+    assert refiner_update["refines"] == 1
+
+    final = updates[-1]["executor"]
+    assert final["status"] == "ok"
+    assert final["sql"] == FIXED_SQL
+    assert final["rows"] == [[6]]
+    assert final["attempts"] == 2
+
+    # The server's blocking-call detection found nothing to complain about in our sync nodes.
+    log = server_log.read_text(errors="replace")
+    assert "BlockingError" not in log
+    assert "Blocking call" not in log
+
+
+def test_thread_run_output_and_human_review_through_the_server(client: Any) -> None:
+    """A Studio user: a thread, `approve_sql` on, edit the SQL at the interrupt, then resume."""
+    with ScriptedOpenAIServer(_responder) as model_server:
+        thread = client.threads.create()
+        context = _context(model_server, approve_sql=True)
+        run_input = {"question": "How many singers do we have?", "db": str(SPIDER_DB)}
+        client.runs.wait(thread["thread_id"], "macsql", input=run_input, context=context)
+
+        state = client.threads.get_state(thread["thread_id"])
+        assert state["next"] == ["executor"]
+        (pending,) = [i for task in state["tasks"] for i in task["interrupts"]]
+        assert pending["value"]["action"] == "approve_sql"
+        assert pending["value"]["sql"] == WRONG_SQL
+
+        result = client.runs.wait(
+            thread["thread_id"],
+            "macsql",
+            command={"resume": FIXED_SQL},
+            context=context,
+        )
+        assert model_server.requests == 1  # the edited SQL ran; no Refiner was needed
+
+    assert result["status"] == "ok"
+    assert result["sql"] == FIXED_SQL
+    assert result["rows"] == [[6]]
+    # The run's output is the narrow output schema: no internal keys.
+    assert "schema_text" not in result
+    assert "candidate_sql" not in result
+    final_state = client.threads.get_state(thread["thread_id"])
+    assert final_state["next"] == []
