@@ -223,9 +223,14 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
     tried = [e["sql"] for e in events if e["agent"] == "executor" and e["phase"] == "start"]
     assert tried == [WRONG_SQL, FIXED_SQL]
 
+    # The server streams each node's update of the output keys: the Refiner's is its usage,
+    # and its repaired SQL comes in its custom event.
     refiner_update = updates[nodes.index("refiner")]["refiner"]
-    assert refiner_update["candidate_sql"] == FIXED_SQL
-    assert refiner_update["refines"] == 1
+    assert refiner_update["usage"]["refiner"]["calls"] == 1
+    assert refiner_update["usage"]["refiner"]["output_tokens"] > 0
+    (refined,) = [e for e in events if e["agent"] == "refiner" and e["phase"] == "done"]
+    assert refined["sql"] == FIXED_SQL
+    assert refined["attempt"] == 1
 
     final = updates[-1]["executor"]
     assert final["status"] == "ok"
