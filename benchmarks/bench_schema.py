@@ -41,14 +41,29 @@ def generate(path: Path, rows: int) -> None:
     batch = []
     for i in range(rows):
         city = rng.choices(cities, weights)[0]
-        texts = [city, rng.choice(statuses), f"code_{rng.randint(0, 30)}",
-                 f"name_{rng.randint(0, 100_000)}", rng.choice(["A", "B", "B", "C", "C", "C"]),
-                 f"2023-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-                 rng.choice(["red", "green", "blue"]), f"tag_{int(rng.expovariate(0.3))}",
-                 "lorem ipsum " * rng.randint(0, 8), rng.choice(["x", "y", None])]
-        numbers = [rng.random() * 1000, rng.randint(0, 5), int(rng.expovariate(0.01)),
-                   rng.gauss(50, 10), rng.randint(1, 3), rng.random(), rng.randint(0, 10**6),
-                   round(rng.random(), 1), rng.choice([0, 1])]
+        texts = [
+            city,
+            rng.choice(statuses),
+            f"code_{rng.randint(0, 30)}",
+            f"name_{rng.randint(0, 100_000)}",
+            rng.choice(["A", "B", "B", "C", "C", "C"]),
+            f"2023-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+            rng.choice(["red", "green", "blue"]),
+            f"tag_{int(rng.expovariate(0.3))}",
+            "lorem ipsum " * rng.randint(0, 8),
+            rng.choice(["x", "y", None]),
+        ]
+        numbers = [
+            rng.random() * 1000,
+            rng.randint(0, 5),
+            int(rng.expovariate(0.01)),
+            rng.gauss(50, 10),
+            rng.randint(1, 3),
+            rng.random(),
+            rng.randint(0, 10**6),
+            round(rng.random(), 1),
+            rng.choice([0, 1]),
+        ]
         batch.append((i + 1, *texts, *numbers))
         if len(batch) == 50_000:
             conn.executemany(f"INSERT INTO big VALUES ({', '.join('?' * 20)})", batch)
@@ -75,8 +90,12 @@ def phase_cold(path: Path) -> dict[str, float]:
     schema = load_schema(ref)
     cold = time.perf_counter() - started
     examples = sum(len(c.examples) for t in schema.tables for c in t.columns)
-    return {"cold_s": cold, "rss_before_mb": before, "rss_peak_mb": _peak_rss_mb(),
-            "examples": examples}
+    return {
+        "cold_s": cold,
+        "rss_before_mb": before,
+        "rss_peak_mb": _peak_rss_mb(),
+        "examples": examples,
+    }
 
 
 def phase_warm(path: Path, cache_dir: str) -> dict[str, float]:
@@ -103,8 +122,9 @@ def official_group_by(path: Path) -> float:
     columns = [r[1] for r in conn.execute("PRAGMA table_info(big)")]
     started = time.perf_counter()
     for column in columns:
-        conn.execute(f'SELECT "{column}", COUNT(*) AS c FROM big GROUP BY "{column}" '
-                     "ORDER BY c DESC").fetchall()
+        conn.execute(
+            f'SELECT "{column}", COUNT(*) AS c FROM big GROUP BY "{column}" ORDER BY c DESC'
+        ).fetchall()
     elapsed = time.perf_counter() - started
     conn.close()
     return elapsed
@@ -118,8 +138,9 @@ def pipeline_overhead(questions: int) -> dict[str, float]:
     from macsql.nodes import executor
 
     dev = json.loads((SPIDER / "dev.json").read_text())
-    items = [d for d in dev
-             if (SPIDER / "database" / d["db_id"] / f"{d['db_id']}.sqlite").is_file()][:questions]
+    items = [
+        d for d in dev if (SPIDER / "database" / d["db_id"] / f"{d['db_id']}.sqlite").is_file()
+    ][:questions]
     gold = {d["question"]: d["query"] for d in items}
 
     def answer(prompt: str) -> str:
@@ -152,8 +173,11 @@ def pipeline_overhead(questions: int) -> dict[str, float]:
         graph.invoke({"question": item["question"], "db": db}, context=context)
         overheads.append(time.perf_counter() - started - sql_time[0])
     overheads.sort()
-    return {"questions": len(items), "median_ms": statistics.median(overheads) * 1000,
-            "p90_ms": overheads[int(len(overheads) * 0.9)] * 1000}
+    return {
+        "questions": len(items),
+        "median_ms": statistics.median(overheads) * 1000,
+        "p90_ms": overheads[int(len(overheads) * 0.9)] * 1000,
+    }
 
 
 def main() -> None:
@@ -170,25 +194,38 @@ def main() -> None:
         path = Path(tmp) / "big.sqlite"
         started = time.perf_counter()
         generate(path, args.rows)
-        print(f"generated {args.rows:,} rows x 20 columns in {time.perf_counter() - started:.1f}s"
-              f" ({path.stat().st_size / 2**20:.0f} MiB)")
-        cold = json.loads(subprocess.run(
-            [sys.executable, __file__, "--phase", "cold", "--db", str(path)],
-            capture_output=True, text=True, check=True).stdout)
+        print(
+            f"generated {args.rows:,} rows x 20 columns in {time.perf_counter() - started:.1f}s"
+            f" ({path.stat().st_size / 2**20:.0f} MiB)"
+        )
+        cold = json.loads(
+            subprocess.run(
+                [sys.executable, __file__, "--phase", "cold", "--db", str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         warm = phase_warm(path, str(Path(tmp) / "cache"))
         official = official_group_by(path)
-        print(f"cold build (no cache):       {cold['cold_s'] * 1000:9.1f} ms  "
-              f"({cold['examples']} value examples)")
-        print(f"peak RSS of that process:    {cold['rss_peak_mb']:9.1f} MB  "
-              f"(after imports: {cold['rss_before_mb']:.1f} MB)")
+        print(
+            f"cold build (no cache):       {cold['cold_s'] * 1000:9.1f} ms  "
+            f"({cold['examples']} value examples)"
+        )
+        print(
+            f"peak RSS of that process:    {cold['rss_peak_mb']:9.1f} MB  "
+            f"(after imports: {cold['rss_before_mb']:.1f} MB)"
+        )
         print(f"warm (memory cache), median: {warm['warm_memory_ms']:9.3f} ms")
         print(f"warm (disk cache):           {warm['warm_disk_ms']:9.3f} ms")
         print(f"official full GROUP BY:      {official * 1000:9.1f} ms")
         print(f"speed-up cold vs official:   {official / cold['cold_s']:9.1f} x")
     overhead = pipeline_overhead(args.questions)
-    print(f"pipeline overhead per question, zero-latency model, SQL excluded "
-          f"({overhead['questions']} Spider dev questions): median "
-          f"{overhead['median_ms']:.2f} ms, p90 {overhead['p90_ms']:.2f} ms")
+    print(
+        f"pipeline overhead per question, zero-latency model, SQL excluded "
+        f"({overhead['questions']} Spider dev questions): median "
+        f"{overhead['median_ms']:.2f} ms, p90 {overhead['p90_ms']:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

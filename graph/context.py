@@ -129,6 +129,87 @@ class Context:
             "Pause before each SQL execution (interrupt) so a person can approve or edit it."
         ),
     )
+    # --- SQLFixAgent (graph `sqlfix`) ---
+    sql_generator: str = field(
+        default="decomposer",
+        metadata=_doc(
+            "SQLFixAgent's SQLTool, which writes the first SQL (when none is given) and one "
+            "candidate per paraphrase: 'decomposer' reuses MAC-SQL's Decomposer (its prompt "
+            "and `decomposer_model`); any other value is a model ('provider:name') asked with "
+            "a plain text-to-SQL prompt, e.g. a fine-tuned text-to-SQL model on vLLM."
+        ),
+    )
+    num_paraphrases: int = field(
+        default=3,
+        metadata=_doc("SQLFixAgent QueryCrafter: question paraphrases, one candidate SQL each."),
+    )
+    max_repair_attempts: int = field(
+        default=3,
+        metadata=_doc(
+            "SQLFixAgent SQLRefiner: most repair attempts; a failed one goes to the failure "
+            "memory that the next attempt reflects on."
+        ),
+    )
+    num_similar_repairs: int = field(
+        default=3,
+        metadata=_doc("SQLFixAgent SQLRefiner: past repairs retrieved from the repair memory."),
+    )
+    repair_memory_file: str | None = field(
+        default=None,
+        metadata=_doc(
+            "A JSON file of past repairs (question, wrong_sql, fixed_sql, ...) loaded into "
+            "the repair memory (the graph's store) before the first retrieval."
+        ),
+    )
+    record_repairs: bool = field(
+        default=False,
+        metadata=_doc(
+            "Write each repair that passes the check into the repair memory, for later runs."
+        ),
+    )
+    # --- R^3 (graph `r3`) ---
+    num_reviewers: int = field(
+        default=3, metadata=_doc("R^3: reviewer agents, each with a generated profession.")
+    )
+    max_debug_turns: int = field(
+        default=3,
+        metadata=_doc("R^3: most rewrites of the SQL writer after an execution error."),
+    )
+    max_review_turns: int = field(
+        default=3,
+        metadata=_doc("R^3: most review rounds (review, rebuttal or revision) before stopping."),
+    )
+    k_shot: int = field(
+        default=0,
+        metadata=_doc("R^3: training examples most similar to the question shown to the writer."),
+    )
+    few_shot_pool: str | None = field(
+        default=None,
+        metadata=_doc(
+            "R^3: a Spider- or BIRD-style JSON training file (question, query or SQL) to take "
+            "k-shot examples from. Never an evaluation set."
+        ),
+    )
+    few_shot_embeddings: str | None = field(
+        default=None,
+        metadata=_doc(
+            "R^3: embeddings for k-shot similarity ('provider:name' for langchain's "
+            "init_embeddings, or a name given to register_embeddings); empty means BM25."
+        ),
+    )
+    program_of_thoughts: bool = field(
+        default=False,
+        metadata=_doc(
+            "R^3: the writer reasons in Python (as text, never executed) before the SQL."
+        ),
+    )
+    history_char_budget: int = field(
+        default=60000,
+        metadata=_doc(
+            "R^3: most characters of the writer's dialogue history sent to the model; older "
+            "turns are dropped first, the task message is always kept."
+        ),
+    )
 
     def model_for(self, agent: str) -> str:
         """The model string an agent uses: its override, else the default."""

@@ -60,10 +60,7 @@ def call_model(
 ) -> ModelReply:
     """Call the agent's model once; a network, server or config failure becomes `error`."""
     messages: list[BaseMessage]
-    if isinstance(prompt, str):
-        messages = [HumanMessage(prompt)]
-    else:
-        messages = list(prompt)
+    messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
         messages.insert(0, SystemMessage(system))
     started = time.perf_counter()
@@ -86,10 +83,7 @@ def call_model(
 
 
 def _text_of(message: Any) -> str:
-    if isinstance(message, AIMessage | BaseMessage):
-        content = message.content
-    else:
-        content = message
+    content = message.content if isinstance(message, AIMessage | BaseMessage) else message
     if isinstance(content, list):  # content blocks
         return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
     return str(content or "")

@@ -2,8 +2,9 @@
 
 - `ScriptedChatModel`: an in-process langchain chat model that answers from a script and records
   every prompt it was sent.
-- `ScriptedOpenAIServer`: a small OpenAI-compatible HTTP server on 127.0.0.1 (`/v1/chat/completions`,
-  streaming and not), so the real `langchain-openai` client path runs end to end.
+- `ScriptedOpenAIServer`: a small OpenAI-compatible HTTP server on 127.0.0.1
+  (`/v1/chat/completions`, streaming and not), so the real `langchain-openai` client path
+  runs end to end.
 
 Both take a *responder*: a list of replies used in order, or a function from the prompt text to
 a reply. A reply that is an `int` (for the server) is sent as that HTTP error status.

@@ -8,7 +8,10 @@ from macsql.graph.context import Context
 
 _QUOTE_HINTS = {
     "sqlite": "Quote names that contain spaces or symbols with backticks, e.g. `Free Meal Count`.",
-    "postgres": 'Quote names that contain capitals, spaces or symbols with double quotes, e.g. "Free Meal Count".',
+    "postgres": (
+        "Quote names that contain capitals, spaces or symbols with double quotes, "
+        'e.g. "Free Meal Count".'
+    ),
     "mysql": "Quote names that contain spaces or symbols with backticks.",
 }
 

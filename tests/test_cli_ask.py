@@ -19,8 +19,7 @@ QUESTION = "What is the name of the oldest singer?"
 
 
 def model_args(server: ScriptedOpenAIServer, *extra: str) -> list[str]:
-    return ["--model", "openai:scripted", "--base-url", server.base_url, "--api-key", "k",
-            *extra]
+    return ["--model", "openai:scripted", "--base-url", server.base_url, "--api-key", "k", *extra]
 
 
 def test_wrong_column_then_fix_through_the_real_client(capsys: pytest.CaptureFixture) -> None:
@@ -104,9 +103,22 @@ def test_console_script_on_the_demo_database(tmp_path: Path) -> None:
     env = {**os.environ, "MACSQL_CACHE_DIR": str(tmp_path)}
     with ScriptedOpenAIServer(["```sql\nSELECT count(*) FROM book\n```"]) as server:
         proc = subprocess.run(
-            [sys.executable, "-m", "macsql.cli.main", "ask", "How many books are there?",
-             "--db", "demo", "--json", *model_args(server)],
-            capture_output=True, text=True, env=env, timeout=120, check=False,
+            [
+                sys.executable,
+                "-m",
+                "macsql.cli.main",
+                "ask",
+                "How many books are there?",
+                "--db",
+                "demo",
+                "--json",
+                *model_args(server),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
         )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

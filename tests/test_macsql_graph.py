@@ -17,10 +17,10 @@ def sql_reply(sql: str) -> str:
     return f"Sub question 1: all of it\nSQL\n```sql\n{sql}\n```\nQuestion Solved."
 
 
-def run(context: object, question: str = "Name the singers", db: str = CONCERT,
-        evidence: str = "") -> dict:
-    return graph.invoke({"question": question, "db": db, "evidence": evidence},
-                        context=context)
+def run(
+    context: object, question: str = "Name the singers", db: str = CONCERT, evidence: str = ""
+) -> dict:
+    return graph.invoke({"question": question, "db": db, "evidence": evidence}, context=context)
 
 
 def test_first_try_success_goes_straight_to_the_end(scripted) -> None:
@@ -37,14 +37,26 @@ def test_first_try_success_goes_straight_to_the_end(scripted) -> None:
 def test_output_is_narrow(scripted) -> None:
     _, context = scripted([sql_reply("SELECT 1")])
     out = run(context)
-    assert set(out) <= {"sql", "status", "outcome", "error", "columns", "rows", "truncated",
-                        "attempts", "selector_used", "selector_fallback", "usage"}
+    assert set(out) <= {
+        "sql",
+        "status",
+        "outcome",
+        "error",
+        "columns",
+        "rows",
+        "truncated",
+        "attempts",
+        "selector_used",
+        "selector_fallback",
+        "usage",
+    }
     assert "schema" not in out and "candidate_sql" not in out
 
 
 def test_refiner_gets_the_error_and_its_class(scripted) -> None:
-    model, context = scripted([sql_reply("SELECT nme FROM singer"),
-                               "Wrong column.\n```sql\nSELECT Name FROM singer\n```"])
+    model, context = scripted(
+        [sql_reply("SELECT nme FROM singer"), "Wrong column.\n```sql\nSELECT Name FROM singer\n```"]
+    )
     out = run(context)
     assert out["attempts"] == 2 and out["status"] == "ok"
     assert out["sql"] == "SELECT Name FROM singer"
@@ -70,9 +82,14 @@ def test_refine_loop_stops_at_exactly_max_try_times(scripted, max_try_times: int
 
 def test_returned_sql_is_always_one_that_was_executed(scripted) -> None:
     # The official code returned the last refined SQL without running it.
-    model, context = scripted([sql_reply("SELECT a FROM nowhere"),
-                               "```sql\nSELECT b FROM nowhere2\n```",
-                               "```sql\nSELECT Name FROM singer\n```"], max_try_times=2)
+    model, context = scripted(
+        [
+            sql_reply("SELECT a FROM nowhere"),
+            "```sql\nSELECT b FROM nowhere2\n```",
+            "```sql\nSELECT Name FROM singer\n```",
+        ],
+        max_try_times=2,
+    )
     out = run(context)
     assert out["attempts"] == 2
     assert out["sql"] == "SELECT b FROM nowhere2"
@@ -81,10 +98,14 @@ def test_returned_sql_is_always_one_that_was_executed(scripted) -> None:
 
 def test_best_executed_attempt_is_kept(scripted) -> None:
     # BIRD style: empty result triggers a refine; a later syntax error must not replace it.
-    model, context = scripted([
-        sql_reply("SELECT Name FROM singer WHERE Age > 1000"),
-        "```sql\nSELEC Name FROM singer\n```",
-    ], max_try_times=2, dataset_style="bird")
+    _model, context = scripted(
+        [
+            sql_reply("SELECT Name FROM singer WHERE Age > 1000"),
+            "```sql\nSELEC Name FROM singer\n```",
+        ],
+        max_try_times=2,
+        dataset_style="bird",
+    )
     out = run(context)
     assert out["attempts"] == 2
     assert out["sql"] == "SELECT Name FROM singer WHERE Age > 1000"
@@ -92,8 +113,9 @@ def test_best_executed_attempt_is_kept(scripted) -> None:
 
 
 def test_empty_result_is_accepted_in_spider_style(scripted) -> None:
-    model, context = scripted([sql_reply("SELECT Name FROM singer WHERE Age > 1000")],
-                              dataset_style="spider")
+    model, context = scripted(
+        [sql_reply("SELECT Name FROM singer WHERE Age > 1000")], dataset_style="spider"
+    )
     out = run(context)
     assert out["attempts"] == 1 and out["outcome"] == "ok" and out["rows"] == []
     assert "Question Solved" in model.prompts[0]  # spider variant asks for direct answers
@@ -107,16 +129,18 @@ def test_null_result_triggers_refine_in_bird_style(tmp_path: Path, scripted) -> 
     conn.executemany("INSERT INTO t VALUES (?, ?)", [(1, None), (2, "x")])
     conn.commit()
     conn.close()
-    model, context = scripted([sql_reply("SELECT b FROM t"),
-                               "```sql\nSELECT b FROM t WHERE b IS NOT NULL\n```"])
+    model, context = scripted(
+        [sql_reply("SELECT b FROM t"), "```sql\nSELECT b FROM t WHERE b IS NOT NULL\n```"]
+    )
     out = run(context, db=str(path))
     assert out["attempts"] == 2 and out["rows"] == [["x"]]
     assert "null_result" in model.prompts[1]
 
 
 def test_reply_without_sql_goes_to_the_refiner_as_an_error(scripted) -> None:
-    model, context = scripted(["I believe the singer table holds the answer.",
-                               "```sql\nSELECT Name FROM singer\n```"])
+    model, context = scripted(
+        ["I believe the singer table holds the answer.", "```sql\nSELECT Name FROM singer\n```"]
+    )
     out = run(context)
     assert out["status"] == "ok" and out["attempts"] == 1
     assert "no ```sql block" in model.prompts[1]
@@ -124,8 +148,7 @@ def test_reply_without_sql_goes_to_the_refiner_as_an_error(scripted) -> None:
 
 
 def test_prose_only_model_fails_cleanly_without_a_prediction(scripted) -> None:
-    model, context = scripted(lambda prompt: "Sorry, I cannot help with that.",
-                              max_try_times=2)
+    model, context = scripted(lambda prompt: "Sorry, I cannot help with that.", max_try_times=2)
     out = run(context)
     assert out["status"] == "failed"
     assert out["sql"] == "" and out["attempts"] == 0
@@ -134,7 +157,7 @@ def test_prose_only_model_fails_cleanly_without_a_prediction(scripted) -> None:
 
 
 def test_model_failure_is_a_clear_status(scripted) -> None:
-    model, context = scripted([TimeoutError("read timed out")])
+    _model, context = scripted([TimeoutError("read timed out")])
     out = run(context)
     assert out["status"] == "failed"
     assert "model call failed" in out["error"] and "TimeoutError" in out["error"]
@@ -150,15 +173,16 @@ def test_missing_database_and_empty_question(scripted) -> None:
 
 
 def test_writes_are_refused_and_reported(scripted) -> None:
-    model, context = scripted([sql_reply("DELETE FROM singer"),
-                               "```sql\nSELECT count(*) FROM singer\n```"])
+    model, context = scripted(
+        [sql_reply("DELETE FROM singer"), "```sql\nSELECT count(*) FROM singer\n```"]
+    )
     out = run(context)
     assert out["rows"] == [[6]]
     assert "rejected" in model.prompts[1]
 
 
 def test_selector_is_skipped_on_a_small_schema(scripted) -> None:
-    model, context = scripted([sql_reply("SELECT 1")])
+    _model, context = scripted([sql_reply("SELECT 1")])
     assert run(context)["selector_used"] is False
 
 
@@ -173,12 +197,19 @@ def wide_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_selector_runs_on_a_wide_schema_and_prunes(scripted, wide_db: Path) -> None:
-    selection = ('```json\n{"frpm": ["County Name", "Free Meal Count (K-12)", '
-                 '"Enrollment (K-12)"], "satscores": "drop_all", "schools": "keep_all"}\n```')
-    model, context = scripted([selection, sql_reply(
-        "SELECT `Free Meal Count (K-12)` / `Enrollment (K-12)` FROM frpm")])
-    out = run(context, db=str(wide_db), question="Highest free rate in Alameda?",
-              evidence="rate = count / enrollment")
+    selection = (
+        '```json\n{"frpm": ["County Name", "Free Meal Count (K-12)", '
+        '"Enrollment (K-12)"], "satscores": "drop_all", "schools": "keep_all"}\n```'
+    )
+    model, context = scripted(
+        [selection, sql_reply("SELECT `Free Meal Count (K-12)` / `Enrollment (K-12)` FROM frpm")]
+    )
+    out = run(
+        context,
+        db=str(wide_db),
+        question="Highest free rate in Alameda?",
+        evidence="rate = count / enrollment",
+    )
     assert out["selector_used"] is True
     decomposer_prompt = model.prompts[1]
     schema_part = decomposer_prompt.split("Your task.")[1]
@@ -199,6 +230,7 @@ def test_selector_unparseable_reply_falls_back_and_says_so(scripted, wide_db: Pa
 
 
 def test_selector_thresholds_are_context_fields(scripted) -> None:
-    model, context = scripted(['{"singer": "keep_all"}', sql_reply("SELECT 1")],
-                              selector_max_total_columns=5)
+    _model, context = scripted(
+        ['{"singer": "keep_all"}', sql_reply("SELECT 1")], selector_max_total_columns=5
+    )
     assert run(context)["selector_used"] is True

@@ -45,9 +45,11 @@ def test_demonstration_lines_are_not_dev_items() -> None:
 
 @pytest.mark.parametrize("name", ["selector", "decomposer_bird", "decomposer_spider", "refiner"])
 def test_mac_sql_templates_fill_every_placeholder(name: str) -> None:
-    names = {m.group("named") or m.group("braced")
-             for m in Template.pattern.finditer(load_prompt(name).template)
-             if m.group("named") or m.group("braced")}
+    names = {
+        m.group("named") or m.group("braced")
+        for m in Template.pattern.finditer(load_prompt(name).template)
+        if m.group("named") or m.group("braced")
+    }
     values = {key: f"<{key}>" for key in names}
     text = render_prompt(name, **values)
     assert "$" not in text.replace("$dialect", "")

@@ -77,8 +77,10 @@ def test_bird_descriptions_are_loaded_beside_the_database(tmp_path: Path) -> Non
     conn.executemany("INSERT INTO frpm VALUES (?, ?)", [("a", 1), ("b", 0)])
     conn.commit()
     conn.close()
-    shutil.copytree(BIRD / "dev_databases" / "california_schools" / "database_description",
-                    db_dir / "database_description")
+    shutil.copytree(
+        BIRD / "dev_databases" / "california_schools" / "database_description",
+        db_dir / "database_description",
+    )
     schema = build_schema(resolve_database(str(db_dir / "california_schools.sqlite")))
     column = schema.table("frpm").column("Charter School (Y/N)")
     assert column.value_description  # from frpm.csv's value_description
@@ -89,8 +91,10 @@ def test_bird_descriptions_are_loaded_beside_the_database(tmp_path: Path) -> Non
 def _make_big(path: Path, rows: int) -> None:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, kind TEXT, amount REAL)")
-    conn.executemany("INSERT INTO big (kind, amount) VALUES (?, ?)",
-                     ((f"k{i % 7}", i * 0.5) for i in range(rows)))
+    conn.executemany(
+        "INSERT INTO big (kind, amount) VALUES (?, ?)",
+        ((f"k{i % 7}", i * 0.5) for i in range(rows)),
+    )
     conn.commit()
     conn.close()
 

@@ -1,0 +1,353 @@
+"""Scoring predictions against the gold, as the official BIRD and Spider scorers do.
+
+Every query runs through `execute_sql`: read-only, whole results, and a timeout that really
+interrupts SQLite. A prediction that fails or times out scores 0 (a timeout is counted apart).
+
+- Spider: a gold query that fails is a dataset error; its item is reported as skipped.
+- BIRD: a gold query that fails scores the item 0, as the official scorer does.
+
+Gold results are cached per (database file, normalised gold SQL) within a `Scorer`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from macsql.database.connection import DatabaseNotFoundError, DatabaseRef, resolve_database
+from macsql.database.execution import ExecutionResult, Outcome, execute_sql
+from macsql.evals.compare import bird_equal, normalize_spider_sql, order_matters, spider_equal
+from macsql.evals.datasets import Dataset, EvalItem
+from macsql.evals.predictions import NO_PREDICTION
+from macsql.evals.ves import OFFICIAL_ITERATIONS, measure_time_ratio, r_ves, ves
+
+OFFICIAL_TIMEOUTS = {"spider": 60.0, "bird": 30.0}
+"""Seconds per query in the official scorers (test-suite: 60; BIRD: 30)."""
+
+
+class Reason:
+    """Why an item is not correct (or not scored)."""
+
+    MISMATCH = "mismatch"
+    PRED_ERROR = "pred_error"
+    TIMEOUT = "timeout"
+    NO_PREDICTION = "no_prediction"
+    GOLD_ERROR = "gold_error"
+    GOLD_TIMEOUT = "gold_timeout"
+    SKIPPED = "skipped"
+
+
+@dataclass
+class ItemScore:
+    index: int
+    db_id: str
+    level: str
+    correct: bool | None
+    """None when the item is not scored (skipped)."""
+    reason: str | None = None
+    """None when correct; a `Reason` otherwise."""
+    detail: str | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.correct is not None
+
+    def to_json(self) -> dict[str, Any]:
+        """The per-item record of ``score --json``."""
+        return {
+            "index": self.index,
+            "db_id": self.db_id,
+            "correct": self.correct,
+            "hardness": self.level,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class _Run:
+    """A query's outcome, reduced to what comparison needs."""
+
+    ok: bool
+    rows: list[tuple[Any, ...]]
+    timeout: bool = False
+    error: str | None = None
+
+    @classmethod
+    def of(cls, result: ExecutionResult) -> _Run:
+        if result.outcome.ran:
+            return cls(True, result.rows)
+        return cls(False, [], result.outcome == Outcome.TIMEOUT,
+                   f"{result.outcome}: {result.error}")
+
+
+class Scorer:
+    """Scores one prediction at a time; thread-safe; caches gold results."""
+
+    def __init__(self, dataset: str, *, timeout: float | None = None,
+                 keep_distinct: bool = False) -> None:
+        if dataset not in OFFICIAL_TIMEOUTS:
+            raise ValueError(f"unknown dataset {dataset!r}")
+        self.dataset = dataset
+        self.timeout = timeout if timeout is not None else OFFICIAL_TIMEOUTS[dataset]
+        self.keep_distinct = keep_distinct
+        self._gold_cache: dict[tuple[str, str], _Run] = {}
+        self._refs: dict[str, DatabaseRef] = {}
+        self._lock = threading.Lock()
+
+    def _ref(self, db: str) -> DatabaseRef:
+        with self._lock:
+            ref = self._refs.get(db)
+        if ref is None:
+            ref = resolve_database(db)
+            with self._lock:
+                self._refs[db] = ref
+        return ref
+
+    def _run(self, db: str, sql: str) -> _Run:
+        return _Run.of(execute_sql(self._ref(db), sql, timeout=self.timeout, max_rows=None))
+
+    def _gold(self, db: str, sql: str) -> _Run:
+        key = (db, sql)
+        with self._lock:
+            cached = self._gold_cache.get(key)
+        if cached is None:
+            cached = self._run(db, sql)
+            with self._lock:
+                self._gold_cache[key] = cached
+        return cached
+
+    def score(self, item: EvalItem, pred_sql: str | None) -> ItemScore:
+        """Score `pred_sql` for `item` (never raises on bad SQL or a missing database)."""
+        if item.skip_reason:
+            return ItemScore(item.index, item.db_id, item.level, None, Reason.SKIPPED,
+                             item.skip_reason)
+        pred = (pred_sql or "").strip()
+        try:
+            if not pred or pred == NO_PREDICTION:
+                return self._no_prediction(item)
+            if self.dataset == "spider":
+                return self._score_spider(item, pred)
+            return self._score_bird(item, pred)
+        except DatabaseNotFoundError as exc:
+            return ItemScore(item.index, item.db_id, item.level, None, Reason.SKIPPED, str(exc))
+
+    def _no_prediction(self, item: EvalItem) -> ItemScore:
+        if self.dataset == "spider":
+            gold = self._spider_gold_problem(item)
+            if gold is not None:
+                return gold
+        return ItemScore(item.index, item.db_id, item.level, False, Reason.NO_PREDICTION)
+
+    def _spider_gold_problem(self, item: EvalItem) -> ItemScore | None:
+        gold_sql = normalize_spider_sql(item.gold_sql, keep_distinct=self.keep_distinct)
+        for db in item.db_files or [item.db or ""]:
+            gold = self._gold(db, gold_sql)
+            if not gold.ok:
+                reason = Reason.GOLD_TIMEOUT if gold.timeout else Reason.GOLD_ERROR
+                return ItemScore(item.index, item.db_id, item.level, None, reason, gold.error)
+        return None
+
+    def _score_spider(self, item: EvalItem, pred_sql: str) -> ItemScore:
+        # The official scorer reads the placeholder " value " as 1 in predictions.
+        pred_sql = normalize_spider_sql(pred_sql.replace(" value ", " 1 "),
+                                        keep_distinct=self.keep_distinct)
+        gold_sql = normalize_spider_sql(item.gold_sql, keep_distinct=self.keep_distinct)
+        ordered = order_matters(gold_sql)
+        for db in item.db_files or [item.db or ""]:
+            gold = self._gold(db, gold_sql)
+            if not gold.ok:
+                reason = Reason.GOLD_TIMEOUT if gold.timeout else Reason.GOLD_ERROR
+                return ItemScore(item.index, item.db_id, item.level, None, reason, gold.error)
+            pred = self._run(db, pred_sql)
+            if not pred.ok:
+                reason = Reason.TIMEOUT if pred.timeout else Reason.PRED_ERROR
+                return ItemScore(item.index, item.db_id, item.level, False, reason, pred.error)
+            if not spider_equal(gold.rows, pred.rows, ordered=ordered):
+                return ItemScore(item.index, item.db_id, item.level, False, Reason.MISMATCH)
+        return ItemScore(item.index, item.db_id, item.level, True)
+
+    def _score_bird(self, item: EvalItem, pred_sql: str) -> ItemScore:
+        db = item.db or ""
+        pred = self._run(db, pred_sql)
+        if not pred.ok:
+            reason = Reason.TIMEOUT if pred.timeout else Reason.PRED_ERROR
+            return ItemScore(item.index, item.db_id, item.level, False, reason, pred.error)
+        gold = self._gold(db, item.gold_sql)
+        if not gold.ok:
+            reason = Reason.GOLD_TIMEOUT if gold.timeout else Reason.GOLD_ERROR
+            return ItemScore(item.index, item.db_id, item.level, False, reason, gold.error)
+        if not bird_equal(pred.rows, gold.rows):
+            return ItemScore(item.index, item.db_id, item.level, False, Reason.MISMATCH)
+        return ItemScore(item.index, item.db_id, item.level, True)
+
+    def time_ratio(self, item: EvalItem, pred_sql: str, iterations: int) -> float:
+        """VES's time ratio of an EX-correct BIRD item (0 if a run fails)."""
+        timing = measure_time_ratio(self._ref(item.db or ""), pred_sql, item.gold_sql,
+                                    iterations=iterations, timeout=self.timeout)
+        return timing.ratio
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries
+
+
+def _pct(correct: int, total: int) -> float:
+    return round(100.0 * correct / total, 2) if total else 0.0
+
+
+def summarize_scores(scores: Sequence[ItemScore], levels: Sequence[str]) -> dict[str, Any]:
+    """EX overall and per level, with counts of skips, errors and timeouts."""
+    scored = [s for s in scores if s.scored]
+    correct = sum(1 for s in scored if s.correct)
+    skipped = [s for s in scores if not s.scored]
+    reasons = Counter(s.reason for s in scored if not s.correct)
+    by_level: dict[str, dict[str, Any]] = {}
+    for level in [*levels, *sorted({s.level for s in scored} - set(levels))]:
+        members = [s for s in scored if s.level == level]
+        hits = sum(1 for s in members if s.correct)
+        by_level[level] = {"count": len(members), "correct": hits, "ex": _pct(hits, len(members))}
+    by_level["all"] = {"count": len(scored), "correct": correct, "ex": _pct(correct, len(scored))}
+    skip_reasons = Counter(s.detail if s.reason == Reason.SKIPPED else s.reason for s in skipped)
+    return {
+        "ex": _pct(correct, len(scored)),
+        "n_items": len(scores),
+        "n_scored": len(scored),
+        "n_correct": correct,
+        "n_skipped": len(skipped),
+        "skip_reasons": dict(sorted(skip_reasons.items())),
+        "by_difficulty": by_level,
+        "n_mismatch": reasons.get(Reason.MISMATCH, 0),
+        "n_errors": reasons.get(Reason.PRED_ERROR, 0),
+        "n_no_prediction": reasons.get(Reason.NO_PREDICTION, 0),
+        "n_timeouts": reasons.get(Reason.TIMEOUT, 0),
+        "n_gold_errors": sum(1 for s in scores
+                             if s.reason in (Reason.GOLD_ERROR, Reason.GOLD_TIMEOUT)),
+    }
+
+
+def summarize_ves(scores: Sequence[ItemScore], ratios: Mapping[int, float],
+                  levels: Sequence[str], iterations: int) -> dict[str, Any]:
+    """VES and R-VES over the scored items (ratio 0 for items not EX-correct)."""
+    scored = [s for s in scores if s.scored]
+
+    def over(members: Sequence[ItemScore]) -> dict[str, float]:
+        values = [ratios.get(s.index, 0.0) if s.correct else 0.0 for s in members]
+        return {"ves": round(ves(values), 2), "r_ves": round(r_ves(values), 2),
+                "count": len(values)}
+
+    overall = over(scored)
+    by_level = {level: over([s for s in scored if s.level == level]) for level in levels}
+    by_level["all"] = overall
+    return {"ves": overall["ves"], "r_ves": overall["r_ves"], "ves_iterations": iterations,
+            "ves_by_difficulty": by_level}
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring a whole predictions file
+
+
+@dataclass
+class ScoreReport:
+    scores: list[ItemScore]
+    summary: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"summary": self.summary, "items": [s.to_json() for s in self.scores]}
+
+
+class PredictionsMismatchError(ValueError):
+    """The predictions do not line up with the dataset."""
+
+
+def align_predictions(dataset: Dataset, predictions: Sequence[str] | Mapping[int, str]
+                      ) -> list[tuple[EvalItem, str]]:
+    """Pair predictions with items: a list by position, a mapping by index.
+
+    Like the official scorers, fewer predictions than items scores the items that have one.
+    """
+    if isinstance(predictions, Mapping):
+        extra = sorted(set(predictions) - {item.index for item in dataset.items})
+        if extra:
+            raise PredictionsMismatchError(
+                f"{len(extra)} predictions have no question (first index {extra[0]}); "
+                f"the dataset has {len(dataset.items)} items")
+        return [(item, predictions[item.index]) for item in dataset.items
+                if item.index in predictions]
+    if len(predictions) > len(dataset.items):
+        raise PredictionsMismatchError(
+            f"{len(predictions)} predictions for {len(dataset.items)} questions")
+    return list(zip(dataset.items, predictions, strict=False))
+
+
+def score_predictions(
+    dataset: Dataset,
+    predictions: Sequence[str] | Mapping[int, str],
+    *,
+    timeout: float | None = None,
+    keep_distinct: bool = False,
+    ves_iterations: int = 0,
+    workers: int = 4,
+    scorer: Scorer | None = None,
+    on_item: Callable[[ItemScore], None] | None = None,
+) -> ScoreReport:
+    """Score a predictions list/mapping against `dataset`; VES too when `ves_iterations` > 0."""
+    scorer = scorer or Scorer(dataset.name, timeout=timeout, keep_distinct=keep_distinct)
+    pairs = align_predictions(dataset, predictions)
+
+    def one(pair: tuple[EvalItem, str]) -> ItemScore:
+        result = scorer.score(*pair)
+        if on_item is not None:
+            on_item(result)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        scores = list(pool.map(one, pairs))
+    summary = summarize_scores(scores, dataset.levels)
+    summary["n_unpredicted"] = len(dataset.items) - len(pairs)
+    if dataset.name == "bird" and ves_iterations > 0:
+        ratios = time_ratios(scorer, pairs, scores, ves_iterations)
+        summary.update(summarize_ves(scores, ratios, dataset.levels, ves_iterations))
+    return ScoreReport(scores, summary)
+
+
+def time_ratios(scorer: Scorer, pairs: Iterable[tuple[EvalItem, str]],
+                scores: Sequence[ItemScore], iterations: int) -> dict[int, float]:
+    """VES time ratios of the EX-correct items, measured one item at a time (less noise)."""
+    correct = {s.index for s in scores if s.correct}
+    return {item.index: scorer.time_ratio(item, sql, iterations)
+            for item, sql in pairs if item.index in correct}
+
+
+def summary_text(summary: dict[str, Any], levels: Sequence[str]) -> str:
+    """A plain-text table in the style of the official scorers."""
+    cols = [*levels, "all"]
+    by = summary["by_difficulty"]
+    lines = ["{:20}".format("") + "".join(f"{c:>14}" for c in cols),
+             "{:20}".format("count") + "".join(f"{by.get(c, {}).get('count', 0):>14}" for c in cols),
+             "{:20}".format("execution (EX)")
+             + "".join(f"{by.get(c, {}).get('ex', 0.0):>14.2f}" for c in cols)]
+    if "ves_by_difficulty" in summary:
+        vb = summary["ves_by_difficulty"]
+        for key, label in (("ves", "VES"), ("r_ves", "R-VES")):
+            lines.append("{:20}".format(label)
+                         + "".join(f"{vb.get(c, {}).get(key, 0.0):>14.2f}" for c in cols))
+    lines.append("")
+    lines.append(f"scored {summary['n_scored']}, skipped {summary['n_skipped']}, "
+                 f"errors {summary['n_errors']}, timeouts {summary['n_timeouts']}, "
+                 f"no prediction {summary['n_no_prediction']}")
+    for reason, count in summary.get("skip_reasons", {}).items():
+        lines.append(f"  skipped {count}: {reason}")
+    return "\n".join(lines)
+
+
+def item_score_from_json(data: Mapping[str, Any]) -> ItemScore:
+    return ItemScore(index=int(data["index"]), db_id=str(data["db_id"]),
+                     level=str(data.get("hardness") or data.get("level") or "unknown"),
+                     correct=data.get("correct"), reason=data.get("reason"),
+                     detail=data.get("detail"))
+
