@@ -78,7 +78,9 @@ def ask_main(args: argparse.Namespace) -> int:
     graph = get_pipeline(args.pipeline)
     payload = {"question": question, "evidence": args.evidence or "", "db": db}
     if args.stream:
-        result = _run_streaming(graph, payload, context, console)
+        # With --json, progress goes to stderr so stdout stays one JSON object.
+        progress = Console(stderr=True, highlight=False, soft_wrap=True) if args.json else console
+        result = _run_streaming(graph, payload, context, progress)
     else:
         result = graph.invoke(payload, context=context)
     output = {k: result.get(k) for k in OUTPUT_KEYS}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.context import Context
+from macsql.llm.cache import enable_llm_cache
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -78,15 +78,9 @@ def build_context(args: argparse.Namespace, base: Context | None = None) -> Cont
 
 
 def enable_cache(args: argparse.Namespace) -> None:
-    """Turn on langchain's SQLite LLM cache: identical prompts are answered from disk."""
-    if not getattr(args, "cache", None):
-        return
-    from langchain_community.cache import SQLiteCache
-    from langchain_core.globals import set_llm_cache
-
-    path = Path(args.cache).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    set_llm_cache(SQLiteCache(database_path=str(path)))
+    """`--cache FILE`: langchain's SQLite LLM cache, so identical prompts skip the model."""
+    if getattr(args, "cache", None):
+        enable_llm_cache(args.cache)
 
 
 def resolve_db_argument(value: str) -> str:

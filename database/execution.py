@@ -1,18 +1,22 @@
 """Guarded, bounded execution of model-written SQL.
 
-Every statement passes the read-only guard first, then runs on a read-only connection under a
-timeout that really stops the query (SQLite: a progress handler; PostgreSQL: the server's
-`statement_timeout`), and at most `max_rows` rows are fetched. Failures come back as an
-`ExecutionResult` with a classified status, never as an exception: bad SQL is data for the
-Refiner, and a raised `OperationalError` would be retried by LangGraph's default RetryPolicy.
+Every statement passes the read-only guard first, then runs on a read-only connection (SQLite:
+`mode=ro`, `PRAGMA query_only` and an authorizer that lets SQLite's own parser allow reads only;
+PostgreSQL: a READ ONLY transaction, inside a server-side cursor, which only accepts a query)
+under a timeout that really stops the query (SQLite: a progress handler; PostgreSQL: the
+server's `statement_timeout`, cut to the time left before every fetch), and at most `max_rows`
+rows are fetched. Failures come back as an `ExecutionResult` with a classified status, never as
+an exception: bad SQL is data for the Refiner, and a raised `OperationalError` would be retried
+by LangGraph's default RetryPolicy.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -20,7 +24,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from macsql.database.connection import DatabaseRef, get_engine
-from macsql.database.guard import check_statement
+from macsql.database.guard import check_statement, forbidden_function_reason
 
 FETCH_BATCH = 1000
 
@@ -124,11 +128,15 @@ def execute_sql(
     return result
 
 
-def _fetch(cursor: Any, max_rows: int | None) -> tuple[list[tuple[Any, ...]], bool]:
+def _fetch(
+    cursor: Any, max_rows: int | None, before_batch: Callable[[], None] | None = None
+) -> tuple[list[tuple[Any, ...]], bool]:
     """Fetch up to `max_rows` rows in batches; one extra row tells whether more exist."""
     rows: list[tuple[Any, ...]] = []
     while max_rows is None or len(rows) <= max_rows:
         want = FETCH_BATCH if max_rows is None else min(FETCH_BATCH, max_rows + 1 - len(rows))
+        if before_batch is not None:
+            before_batch()
         batch = cursor.fetchmany(want)
         if not batch:
             break
@@ -137,18 +145,45 @@ def _fetch(cursor: Any, max_rows: int | None) -> tuple[list[tuple[Any, ...]], bo
     return (rows[:max_rows] if truncated else rows), truncated
 
 
+class _DeadlineExceeded(Exception):
+    """The whole execution (all fetches together) ran past its timeout."""
+
+
 def _columns(description: Sequence[Sequence[Any]] | None) -> list[str]:
     return [str(d[0]) for d in description or ()]
+
+
+_SQLITE_READ_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
+)
+
+
+def _sqlite_authorizer(
+    action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None
+) -> int:
+    """SQLite's own parser asks before every action of a statement: only reading is allowed.
+
+    A second, independent layer under the guard: ATTACH (which would create a file), VACUUM
+    INTO, PRAGMA, transactions, DDL, DML and the guard's forbidden functions are denied while
+    SQLite prepares the statement, whatever the text looked like to sqlglot.
+    """
+    if action == sqlite3.SQLITE_FUNCTION:
+        return sqlite3.SQLITE_DENY if forbidden_function_reason(arg2 or "") else sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_OK if action in _SQLITE_READ_ACTIONS else sqlite3.SQLITE_DENY
 
 
 def _run_sqlite(
     conn: Connection, sql: str, timeout: float, max_rows: int | None
 ) -> ExecutionResult:
     raw = conn.connection.driver_connection
+    # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
+    # to the file, and query_only also refuses TEMP tables, whatever an earlier statement did.
+    raw.execute("PRAGMA query_only = ON")
     deadline = time.monotonic() + timeout
     # SQLite calls the handler every N virtual-machine steps; a non-zero return aborts the
     # statement with "interrupted", so the query really stops, with no thread left running.
     raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    raw.set_authorizer(_sqlite_authorizer)
     cursor = raw.cursor()
     try:
         cursor.execute(sql)
@@ -156,6 +191,7 @@ def _run_sqlite(
         rows, truncated = _fetch(cursor, max_rows) if cursor.description else ([], False)
     finally:
         cursor.close()
+        raw.set_authorizer(None)
         raw.set_progress_handler(None, 0)
     return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
 
@@ -166,15 +202,26 @@ def _run_postgres(
     raw = conn.connection.driver_connection
     raw.rollback()
     raw.read_only = True
+    deadline = time.monotonic() + timeout
+
+    def limit_to_deadline() -> None:
+        # statement_timeout bounds each statement, and every FETCH is one: give each only the
+        # time left, so that a result streamed in many batches still stops at the deadline.
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _DeadlineExceeded("canceling statement due to statement timeout")
+        raw.execute(f"SET statement_timeout = {max(1, int(left * 1000))}")
+
     try:
-        with raw.cursor() as setup:
-            setup.execute(f"SET statement_timeout = {max(1, int(timeout * 1000))}")
+        limit_to_deadline()
         # A named (server-side) cursor streams rows, so a huge result never lands in memory.
         with raw.cursor(name="macsql_query") as cursor:
             cursor.itersize = FETCH_BATCH
             cursor.execute(sql)
             columns = _columns(cursor.description)
-            rows, truncated = _fetch(cursor, max_rows) if cursor.description else ([], False)
+            rows, truncated = (
+                _fetch(cursor, max_rows, limit_to_deadline) if cursor.description else ([], False)
+            )
     finally:
         raw.rollback()
     return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
@@ -208,6 +255,15 @@ _UNKNOWN_MARKERS = (
     "42883",
 )
 _TIMEOUT_MARKERS = ("interrupted", "statement timeout", "canceling statement", "57014")
+# The engine's own read-only layer refused the statement (SQLite's authorizer or read-only
+# file, PostgreSQL's read-only transaction): the same class as a guard rejection.
+_REFUSED_MARKERS = (
+    "not authorized",
+    "authorization denied",
+    "readonly database",
+    "read-only transaction",
+    "25006",
+)
 
 
 def _classify_failure(sql: str, exc: Exception, elapsed: float, timeout: float) -> ExecutionResult:
@@ -218,6 +274,9 @@ def _classify_failure(sql: str, exc: Exception, elapsed: float, timeout: float) 
     if any(m in probe for m in _TIMEOUT_MARKERS):
         outcome = Outcome.TIMEOUT
         message = f"query exceeded the {timeout:g}s timeout and was interrupted"
+    elif any(m in probe for m in _REFUSED_MARKERS):
+        outcome = Outcome.REJECTED
+        message = f"the database refused it (macsql runs read-only): {message}"
     elif any(m in probe for m in _SYNTAX_MARKERS):
         outcome = Outcome.SYNTAX_ERROR
     elif any(m in probe for m in _UNKNOWN_MARKERS):

@@ -85,20 +85,72 @@ _QUERY_STARTS_BY_DIALECT = {"duckdb": _QUERY_STARTS | {TokenType.FROM}}
 
 # First keyword of a statement that is not a query -> (kind, what it does).
 _COMMANDS: dict[str, tuple[GuardKind, str]] = {
-    **{word: (GuardKind.WRITE, "changes data") for word in (
-        "INSERT", "UPDATE", "DELETE", "REPLACE", "MERGE", "UPSERT", "TRUNCATE", "REFRESH",
-    )},
-    **{word: (GuardKind.DDL, "changes the schema or privileges") for word in (
-        "CREATE", "DROP", "ALTER", "RENAME", "COMMENT", "GRANT", "REVOKE", "REINDEX", "CLUSTER",
-        "SECURITY", "IMPORT", "REASSIGN", "UNDROP", "OPTIMIZE",
-    )},
-    **{word: (GuardKind.TRANSACTION, "controls transactions") for word in (
-        "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE",
-    )},
-    **{word: (GuardKind.SESSION, "changes or inspects the session") for word in (
-        "SET", "RESET", "LISTEN", "UNLISTEN", "NOTIFY", "DISCARD", "PREPARE", "EXECUTE",
-        "EXEC", "DEALLOCATE", "DECLARE", "FETCH", "MOVE", "CLOSE", "USE", "SHOW",
-    )},
+    **{
+        word: (GuardKind.WRITE, "changes data")
+        for word in (
+            "INSERT",
+            "UPDATE",
+            "DELETE",
+            "REPLACE",
+            "MERGE",
+            "UPSERT",
+            "TRUNCATE",
+            "REFRESH",
+        )
+    },
+    **{
+        word: (GuardKind.DDL, "changes the schema or privileges")
+        for word in (
+            "CREATE",
+            "DROP",
+            "ALTER",
+            "RENAME",
+            "COMMENT",
+            "GRANT",
+            "REVOKE",
+            "REINDEX",
+            "CLUSTER",
+            "SECURITY",
+            "IMPORT",
+            "REASSIGN",
+            "UNDROP",
+            "OPTIMIZE",
+        )
+    },
+    **{
+        word: (GuardKind.TRANSACTION, "controls transactions")
+        for word in (
+            "BEGIN",
+            "START",
+            "COMMIT",
+            "END",
+            "ROLLBACK",
+            "ABORT",
+            "SAVEPOINT",
+            "RELEASE",
+        )
+    },
+    **{
+        word: (GuardKind.SESSION, "changes or inspects the session")
+        for word in (
+            "SET",
+            "RESET",
+            "LISTEN",
+            "UNLISTEN",
+            "NOTIFY",
+            "DISCARD",
+            "PREPARE",
+            "EXECUTE",
+            "EXEC",
+            "DEALLOCATE",
+            "DECLARE",
+            "FETCH",
+            "MOVE",
+            "CLOSE",
+            "USE",
+            "SHOW",
+        )
+    },
     "LOCK": (GuardKind.LOCKING, "locks tables"),
     "PRAGMA": (GuardKind.FORBIDDEN_COMMAND, "reads or changes database settings"),
     "ATTACH": (GuardKind.FORBIDDEN_COMMAND, "opens another database file"),
@@ -374,19 +426,38 @@ def _first_word(tokens: list[Token]) -> str:
 
 
 def _command_verdict(word: str) -> GuardVerdict:
-    kind, what = _COMMANDS.get(word, (GuardKind.FORBIDDEN_COMMAND, "is not a query"))
     shown = word if len(word) <= 40 else word[:40] + "..."
+    command = _COMMANDS.get(word)
+    if command is None:
+        # No SQL statement of any dialect we know starts like this: most likely a typo.
+        return _refuse(
+            GuardKind.SYNTAX,
+            f"SQL syntax error: a statement cannot start with '{shown}'; a query starts with "
+            f"SELECT, WITH or VALUES.",
+        )
+    kind, what = command
     return _refuse(kind, f"Rejected: {shown} {what}. {_ONLY_SELECT}.")
+
+
+_TOKEN_REPR = re.compile(r"<Token token_type: TokenType\.\w+, text: (.*?), line: .*?>")
+_MISSING_ARG = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]*\.(\w+)'>")
+
+
+def _readable(description: str) -> str:
+    """sqlglot's parser messages without its internal object names."""
+    description = _TOKEN_REPR.sub(r"'\1'", description).replace("'SENTINEL'", "the end")
+    return _MISSING_ARG.sub(lambda m: f"incomplete {m.group(1).upper()} expression", description)
 
 
 def _syntax_verdict(error: ParseError) -> GuardVerdict:
     if error.errors:
         first = error.errors[0]
+        description = _readable(str(first.get("description") or "invalid SQL"))
         where = f"line {first.get('line')}, column {first.get('col')}"
         near = (first.get("highlight") or "").strip()
-        detail = f"{first.get('description')} at {where}" + (f", near '{near}'" if near else "")
+        detail = f"{description} at {where}" + (f", near '{near}'" if near else "")
     else:
-        detail = str(error).splitlines()[0]
+        detail = _readable(str(error).splitlines()[0])
     return _refuse(GuardKind.SYNTAX, f"SQL syntax error: {detail}.")
 
 
@@ -399,26 +470,34 @@ def check_statement(sql: str, dialect: str) -> GuardVerdict:
     Never raises for any input text: a statement the guard cannot analyse is refused.
     """
     if len(sql) > MAX_SQL_CHARS:
-        return _refuse(GuardKind.TOO_LONG,
-                       f"Rejected: the SQL is {len(sql):,} characters long; the limit is "
-                       f"{MAX_SQL_CHARS:,}.")
+        return _refuse(
+            GuardKind.TOO_LONG,
+            f"Rejected: the SQL is {len(sql):,} characters long; the limit is {MAX_SQL_CHARS:,}.",
+        )
     dialect_obj = _dialect(dialect)
     try:
         tokens = dialect_obj.tokenize(sql)
     except TokenError as exc:
-        return _refuse(GuardKind.SYNTAX, f"SQL syntax error: {str(exc).splitlines()[0]}.")
+        return _refuse(
+            GuardKind.SYNTAX,
+            f"SQL syntax error: {str(exc).splitlines()[0]} (an unterminated string, quoted "
+            f"name or comment?).",
+        )
     except Exception as exc:
         return _unsupported(exc)
 
     statements = _split_statements(tokens)
     if not statements:
-        return _refuse(GuardKind.EMPTY, "Rejected: there is no SQL statement, only comments or "
-                                        "semicolons.")
+        return _refuse(
+            GuardKind.EMPTY, "Rejected: there is no SQL statement, only comments or semicolons."
+        )
     if len(statements) > 1:
         others = ", ".join(_first_word(s) or "?" for s in statements[1:4])
-        return _refuse(GuardKind.MULTIPLE_STATEMENTS,
-                       f"Rejected: found {len(statements)} statements separated by ';' "
-                       f"(then: {others}). Send exactly one SELECT query.")
+        return _refuse(
+            GuardKind.MULTIPLE_STATEMENTS,
+            f"Rejected: found {len(statements)} statements separated by ';' "
+            f"(then: {others}). Send exactly one SELECT query.",
+        )
 
     statement = statements[0]
     first = _first_token(statement)
@@ -435,26 +514,25 @@ def check_statement(sql: str, dialect: str) -> GuardVerdict:
         return _unsupported(exc)
     roots = [root for root in parsed if root is not None]
     if len(roots) != 1:
-        return _refuse(GuardKind.MULTIPLE_STATEMENTS,
-                       f"Rejected: found {len(roots)} statements. Send exactly one SELECT query.")
+        return _refuse(
+            GuardKind.MULTIPLE_STATEMENTS,
+            f"Rejected: found {len(roots)} statements. Send exactly one SELECT query.",
+        )
     return _check_tree(roots[0])
 
 
 def _unsupported(exc: Exception) -> GuardVerdict:
-    return _refuse(GuardKind.UNSUPPORTED,
-                   f"Rejected: the SQL checker could not analyse this statement "
-                   f"({type(exc).__name__}: {str(exc)[:200]}). Rewrite it in plain SQL.")
+    return _refuse(
+        GuardKind.UNSUPPORTED,
+        f"Rejected: the SQL checker could not analyse this statement "
+        f"({type(exc).__name__}: {str(exc)[:200]}). Rewrite it in plain SQL.",
+    )
 
 
 def _check_tree(root: exp.Expression) -> GuardVerdict:
     if not isinstance(root, _ALLOWED_ROOTS):
-        for node_type, kind, label in _NODE_KINDS:
-            if isinstance(root, node_type):
-                return _refuse(kind, f"Rejected: {label} is not a read-only query. "
-                                     f"{_ONLY_SELECT}.")
-        return _refuse(GuardKind.FORBIDDEN_COMMAND,
-                       f"Rejected: a {type(root).__name__} expression is not a query. "
-                       f"{_ONLY_SELECT}.")
+        kind, label = _classify_node(root)
+        return _refuse(kind, f"Rejected: {label} is not a read-only query. {_ONLY_SELECT}.")
     for node in root.walk():
         if isinstance(node, _FORBIDDEN_NODE_TYPES):
             return _nested_verdict(node)
@@ -462,26 +540,34 @@ def _check_tree(root: exp.Expression) -> GuardVerdict:
             for name in _function_names(node):
                 why = forbidden_function_reason(name)
                 if why is not None:
-                    return _refuse(GuardKind.FORBIDDEN_FUNCTION,
-                                   f"Rejected: the function {name}() {why}; it is not allowed "
-                                   f"in a query. Rewrite the query without it.")
+                    return _refuse(
+                        GuardKind.FORBIDDEN_FUNCTION,
+                        f"Rejected: the function {name}() {why}; it is not allowed "
+                        f"in a query. Rewrite the query without it.",
+                    )
     return _OK
 
 
-def _nested_verdict(node: exp.Expression) -> GuardVerdict:
+def _classify_node(node: exp.Expression) -> tuple[GuardKind, str]:
     for node_type, kind, label in _NODE_KINDS:
         if isinstance(node, node_type):
-            break
-    else:  # pragma: no cover - _FORBIDDEN_NODE_TYPES is built from _NODE_KINDS
-        kind, label = GuardKind.FORBIDDEN_COMMAND, type(node).__name__
+            return kind, label
+    return GuardKind.FORBIDDEN_COMMAND, f"a {type(node).__name__} expression"
+
+
+def _nested_verdict(node: exp.Expression) -> GuardVerdict:
+    kind, label = _classify_node(node)
     if isinstance(node, exp.Into):
-        reason = ("Rejected: SELECT ... INTO creates a table or writes a file. "
-                  "Remove the INTO clause.")
+        reason = (
+            "Rejected: SELECT ... INTO creates a table or writes a file. Remove the INTO clause."
+        )
     elif isinstance(node, exp.Lock):
-        reason = ("Rejected: FOR UPDATE / FOR SHARE locks rows. Remove the locking clause.")
+        reason = "Rejected: FOR UPDATE / FOR SHARE locks rows. Remove the locking clause."
     elif node.find_ancestor(exp.CTE) is not None:
-        reason = (f"Rejected: the WITH clause contains {label}, which is not read-only "
-                  f"(a data-modifying CTE). {_ONLY_SELECT}.")
+        reason = (
+            f"Rejected: the WITH clause contains {label}, which is not read-only "
+            f"(a data-modifying CTE). {_ONLY_SELECT}."
+        )
     else:
         reason = f"Rejected: the query contains {label}, which is not read-only. {_ONLY_SELECT}."
     return _refuse(kind, reason)

@@ -8,7 +8,7 @@ Choices, and why:
 
 - **Names are folded to lower case** (and always quoted when created). PostgreSQL folds unquoted
   identifiers to lower case, so `SELECT Name FROM singer` only finds a column created as `name`.
-  SQLite's names are case-insensitive, so nothing is lost; a clash after folding gets a suffix.
+  Both fold ASCII letters only and SQLite's names are case-insensitive, so nothing is lost.
 - **Column types follow the data.** SQLite does not enforce declared types and Spider's data is
   messy (text in integer columns, empty strings among numbers). A column becomes `integer` or
   `bigint` only when every value is an integer, `double precision` (or `numeric` for declared
@@ -19,10 +19,10 @@ Choices, and why:
 - **Keys where possible.** Primary keys and foreign keys are added after the data; one that the
   data violates (SQLite does not enforce them) is skipped, or added `NOT VALID` for foreign keys,
   and recorded in the report.
-- **Idempotent.** The database carries a comment `macsql-loader:v1:<sha256 of the file>`; a
-  database already loaded from the same file is skipped, one loaded from another version of it
-  is replaced, and a database that the loader did not create is never dropped unless
-  `replace=True`.
+- **Idempotent.** The database carries a comment `macsql-loader:v2:<sha256 of the file>:...`;
+  a database already loaded from the same file (by the same loader version, with the same
+  options) is skipped, one loaded from another version of it is replaced, and a database
+  that the loader did not create is never dropped unless `replace=True`.
 
 The loader needs a role that may create databases. It writes through its own engine, created
 here with AUTOCOMMIT; macsql's pooled engines (`macsql.database.connection`) stay read-only.
@@ -52,8 +52,11 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
-MARKER_PREFIX = "macsql-loader:v1:"
+MARKER_PREFIX = "macsql-loader:"
 """The start of the database comment that marks a database this loader created."""
+
+LOADER_VERSION = "v2"
+"""Part of the marker: a database loaded by an older loader is reloaded."""
 
 DEFAULT_SPIDER_DATABASES: tuple[str, ...] = (
     "concert_singer",
@@ -81,6 +84,8 @@ class ColumnPlan:
     declared: str
     pg_type: str
     not_null: bool = False
+    integer_text: bool = False
+    """Every non-NULL value is an integer or the text of one (such as '12')."""
 
 
 @dataclass
@@ -121,7 +126,8 @@ class LoadReport:
 # --- URLs and engines ------------------------------------------------------------------------
 
 
-def _psycopg_url(url: str | URL) -> URL:
+def psycopg_url(url: str | URL) -> URL:
+    """A PostgreSQL URL with the psycopg 3 driver (what `postgresql://` means to macsql)."""
     parsed = make_url(url)
     if parsed.get_backend_name() not in ("postgresql", "postgres"):
         raise LoaderError(f"not a PostgreSQL URL: {parsed.render_as_string(hide_password=True)}")
@@ -132,7 +138,7 @@ def _psycopg_url(url: str | URL) -> URL:
 
 def database_url(pg_url: str | URL, database: str) -> str:
     """`pg_url` pointing at `database` instead (password kept), as a string for `--db`."""
-    return _psycopg_url(pg_url).set(database=database).render_as_string(hide_password=False)
+    return psycopg_url(pg_url).set(database=database).render_as_string(hide_password=False)
 
 
 def _writable_engine(url: URL) -> Engine:
@@ -187,31 +193,85 @@ def _decimal_declared(declared: str) -> bool:
     return "DEC" in upper or "NUMERIC" in upper or "MONEY" in upper
 
 
-def _choose_type(declared: str, counts: dict[str, int], low: Any, high: Any) -> str:
-    kinds = {kind for kind, count in counts.items() if count}
+@dataclass(frozen=True)
+class ColumnStats:
+    """What the values of one SQLite column are (SQLite's `typeof`), counted in one pass."""
+
+    integers: int = 0
+    reals: int = 0
+    texts: int = 0
+    blobs: int = 0
+    nulls: int = 0
+    low: int | None = None
+    high: int | None = None
+    integer_texts: int = 0
+    """Texts that are an integer written canonically, such as '2014' (not '02014' or '1e3')."""
+    real_texts: int = 0
+    """Texts that are a real written as SQLite writes it, such as '18.5'."""
+
+    @property
+    def numeric_texts_only(self) -> bool:
+        return self.texts > 0 and self.texts == self.integer_texts + self.real_texts
+
+    @property
+    def integer_texts_only(self) -> bool:
+        return self.texts > 0 and self.texts == self.integer_texts
+
+
+def _stats_sql(column: str) -> str:
+    q = _sqlite_quote(column)
+    return (
+        f"sum(typeof({q}) = 'integer'), sum(typeof({q}) = 'real'), "
+        f"sum(typeof({q}) = 'text'), sum(typeof({q}) = 'blob'), sum({q} IS NULL), "
+        f"min(CASE WHEN typeof({q}) = 'integer' THEN {q} END), "
+        f"max(CASE WHEN typeof({q}) = 'integer' THEN {q} END), "
+        f"sum(typeof({q}) = 'text' AND CAST(CAST({q} AS INTEGER) AS TEXT) = {q}), "
+        f"sum(typeof({q}) = 'text' AND CAST(CAST({q} AS REAL) AS TEXT) = {q})"
+    )
+
+
+_PROBES = 9  # values selected per column by `_stats_sql`
+
+
+def choose_type(declared: str, stats: ColumnStats, numeric_text: bool = True) -> str:
+    """The PostgreSQL type of a SQLite column with this declared type and these values."""
     affinity = _affinity(declared)
-    if not kinds:
+    decimal = _decimal_declared(declared)
+    if not (stats.integers or stats.reals or stats.texts or stats.blobs):
         return {
             "integer": "bigint",
             "real": "double precision",
-            "numeric": "numeric",
+            "numeric": "numeric" if decimal else "double precision",
             "text": "text",
             "blob": "text",
         }[affinity]
-    if kinds == {"blob"}:
-        return "bytea"
-    if kinds & {"text", "blob"}:
+    if stats.blobs:
+        return "bytea" if not (stats.integers or stats.reals or stats.texts) else "text"
+    if stats.texts and not (numeric_text and stats.numeric_texts_only):
         return "text"
-    if kinds == {"integer"} and affinity != "real" and not _decimal_declared(declared):
-        fits = low is not None and high is not None and -_INT32 - 1 <= low and high <= _INT32
+    if not stats.reals and not stats.real_texts and affinity != "real" and not decimal:
+        if stats.texts:  # integers written as text: their range is unknown here
+            return "bigint"
+        low, high = stats.low, stats.high
+        fits = low is not None and high is not None and low >= -_INT32 - 1 and high <= _INT32
         return "integer" if fits else "bigint"
-    if _decimal_declared(declared):
-        return "numeric"
-    return "double precision"
+    return "numeric" if decimal else "double precision"
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold_identifier(name: str) -> str:
+    """What PostgreSQL makes of an unquoted name: ASCII letters lower-cased, nothing else.
+
+    SQLite's names are case-insensitive for ASCII letters only, so no two SQLite names fold to
+    the same PostgreSQL name.
+    """
+    return name.translate(_ASCII_LOWER)
 
 
 def _unique_name(name: str, taken: set[str], warnings: list[str], what: str) -> str:
-    folded = name.lower().replace("\x00", "")
+    folded = fold_identifier(name).replace("\x00", "")
     candidate, n = folded, 2
     while candidate in taken:
         candidate = f"{folded}_{n}"
@@ -222,8 +282,15 @@ def _unique_name(name: str, taken: set[str], warnings: list[str], what: str) -> 
     return candidate
 
 
-def plan_tables(conn: sqlite3.Connection, warnings: list[str]) -> list[TablePlan]:
-    """Read the SQLite schema and data types; decide each PostgreSQL table."""
+def plan_tables(
+    conn: sqlite3.Connection, warnings: list[str], numeric_text: bool = True
+) -> list[TablePlan]:
+    """Read the SQLite schema and data types; decide each PostgreSQL table.
+
+    With `numeric_text`, a column whose every value is a number, some written as text
+    (`'2014'`, `'18.5'`), becomes numeric: SQLite compares such text with numbers as numbers,
+    PostgreSQL has no `text = integer` operator, and Spider's SQL relies on the former.
+    """
     names = [
         row[0]
         for row in conn.execute(
@@ -239,17 +306,8 @@ def plan_tables(conn: sqlite3.Connection, warnings: list[str]) -> list[TablePlan
     for source in names:
         table = _unique_name(source, taken_tables, warnings, "table")
         info = conn.execute(f"PRAGMA table_info({_sqlite_quote(source)})").fetchall()
-        probes = []
-        for _cid, column, *_ in info:
-            q = _sqlite_quote(column)
-            probes.append(
-                f"sum(typeof({q}) = 'integer'), sum(typeof({q}) = 'real'), "
-                f"sum(typeof({q}) = 'text'), sum(typeof({q}) = 'blob'), "
-                f"min(CASE WHEN typeof({q}) = 'integer' THEN {q} END), "
-                f"max(CASE WHEN typeof({q}) = 'integer' THEN {q} END), "
-                f"sum({q} IS NULL)"
-            )
-        stats = (
+        probes = [_stats_sql(column) for _cid, column, *_ in info]
+        values = (
             conn.execute(f"SELECT {', '.join(probes)} FROM {_sqlite_quote(source)}").fetchone()
             if probes
             else ()
@@ -259,24 +317,40 @@ def plan_tables(conn: sqlite3.Connection, warnings: list[str]) -> list[TablePlan
         by_source: dict[str, str] = {}
         pk: list[tuple[int, str]] = []
         for index, (_cid, column, declared, notnull, _default, pk_pos) in enumerate(info):
-            ints, reals, texts, blobs, low, high, nulls = stats[index * 7 : index * 7 + 7]
-            counts = {
-                "integer": ints or 0,
-                "real": reals or 0,
-                "text": texts or 0,
-                "blob": blobs or 0,
-            }
+            ints, reals, texts, blobs, nulls, low, high, int_texts, real_texts = values[
+                index * _PROBES : index * _PROBES + _PROBES
+            ]
+            stats = ColumnStats(
+                ints or 0,
+                reals or 0,
+                texts or 0,
+                blobs or 0,
+                nulls or 0,
+                low,
+                high,
+                int_texts or 0,
+                real_texts or 0,
+            )
             name = _unique_name(column, taken_columns, warnings, f"column {source}.")
-            pg_type = _choose_type(declared or "", counts, low, high)
-            if counts["text"] and _affinity(declared or "") in ("integer", "real", "numeric"):
+            pg_type = choose_type(declared or "", stats, numeric_text)
+            if stats.texts and pg_type != "text":
+                warnings.append(f"{source}.{column}: numbers stored as text; loaded as {pg_type}")
+            elif stats.texts and _affinity(declared or "") in ("integer", "real", "numeric"):
                 warnings.append(
                     f"{source}.{column}: declared {declared or 'untyped'} but holds text; "
                     f"loaded as text"
                 )
             columns.append(
-                ColumnPlan(column, name, declared or "", pg_type, bool(notnull) and not nulls)
+                ColumnPlan(
+                    column,
+                    name,
+                    declared or "",
+                    pg_type,
+                    bool(notnull) and not nulls,
+                    integer_text=stats.integer_texts_only and not reals and not blobs,
+                )
             )
-            by_source[column.lower()] = name
+            by_source[fold_identifier(column)] = name
             if pk_pos:
                 pk.append((pk_pos, name))
         fks: dict[int, tuple[list[str], str, list[str | None]]] = {}
@@ -284,8 +358,8 @@ def plan_tables(conn: sqlite3.Connection, warnings: list[str]) -> list[TablePlan
             f"PRAGMA foreign_key_list({_sqlite_quote(source)})"
         ):
             entry = fks.setdefault(fk_id, ([], ref_table, []))
-            entry[0].append(by_source.get(from_col.lower(), from_col.lower()))
-            entry[2].append(to_col.lower() if to_col else None)
+            entry[0].append(by_source.get(fold_identifier(from_col), fold_identifier(from_col)))
+            entry[2].append(fold_identifier(to_col) if to_col else None)
         plans.append(
             TablePlan(
                 source=source,
@@ -293,12 +367,46 @@ def plan_tables(conn: sqlite3.Connection, warnings: list[str]) -> list[TablePlan
                 columns=columns,
                 primary_key=[name for _, name in sorted(pk)],
                 foreign_keys=[
-                    (cols, ref.lower(), [c or "" for c in ref_cols])
+                    (cols, fold_identifier(ref), [c or "" for c in ref_cols])
                     for cols, ref, ref_cols in fks.values()
                 ],
             )
         )
+    _align_key_types(plans, warnings)
     return plans
+
+
+def _align_key_types(plans: list[TablePlan], warnings: list[str]) -> None:
+    """Give both ends of a foreign key an integer type when the text end holds integers.
+
+    Spider often declares `concert.stadium_id text` against `stadium.stadium_id int`. SQLite
+    compares them numerically, so joins work there; PostgreSQL has no `text = integer`
+    operator. Turning the text end into integers (only when every value is the text of an
+    integer) keeps the gold joins valid and lets the foreign key exist.
+    """
+    columns = {(p.name, c.name): (p.source, c) for p in plans for c in p.columns}
+    primary = {p.name: p.primary_key for p in plans}
+    integers = ("integer", "bigint")
+    for plan in plans:
+        for cols, ref_table, ref_cols in plan.foreign_keys:
+            targets = ref_cols if all(ref_cols) else primary.get(ref_table, [])
+            for col, ref_col in zip(cols, targets, strict=False):
+                here = columns.get((plan.name, col))
+                there = columns.get((ref_table, ref_col))
+                if here is None or there is None or here[1].pg_type == there[1].pg_type:
+                    continue
+                for (table, text_end), (_, int_end) in ((here, there), (there, here)):
+                    if (
+                        text_end.pg_type == "text"
+                        and text_end.integer_text
+                        and int_end.pg_type in integers
+                    ):
+                        text_end.pg_type = "bigint"
+                        int_end.pg_type = "bigint"
+                        warnings.append(
+                            f"{table}.{text_end.source} holds integers as text; loaded as bigint "
+                            f"to match its foreign key"
+                        )
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -313,8 +421,12 @@ def _convert(value: Any, pg_type: str) -> Any:
         elif isinstance(value, float):
             value = repr(value) if math.isfinite(value) else str(value)
         return str(value).replace("\x00", "")
+    if pg_type in ("integer", "bigint") and isinstance(value, str):
+        return int(value)
     if pg_type == "bytea":
         return bytes(value)
+    if pg_type in ("double precision", "numeric") and isinstance(value, str):
+        return float(value)
     if pg_type in ("double precision", "numeric") and isinstance(value, float):
         return value if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
@@ -377,9 +489,7 @@ def _add_keys(pg: Any, plans: list[TablePlan], report: LoadReport) -> None:
                     f"table {ref_table} does not exist"
                 )
                 continue
-            resolved = (
-                ref_cols if all(ref_cols) else primary.get(ref_table, target.primary_key)
-            )
+            resolved = ref_cols if all(ref_cols) else primary.get(ref_table, target.primary_key)
             known = {c.name for c in target.columns}
             resolved = [c for c in resolved if c in known]
             if len(resolved) != len(cols):
@@ -436,6 +546,7 @@ def copy_sqlite_to_postgres(
     *,
     replace: bool = False,
     grant_select_to: str | None = None,
+    numeric_text: bool = True,
 ) -> LoadReport:
     """Copy one SQLite file into its own PostgreSQL database (created if missing).
 
@@ -443,7 +554,7 @@ def copy_sqlite_to_postgres(
     database `postgres` is usual); the role needs CREATEDB. `database_name` defaults to the
     file's stem. With `replace=True` an existing database of that name is dropped first, even
     one the loader did not create. `grant_select_to` names a role that gets CONNECT and SELECT
-    (the least-privilege role macsql should use).
+    (the least-privilege role macsql should use). `numeric_text` is `plan_tables`'s option.
     """
     started = time.perf_counter()
     path = Path(sqlite_path)
@@ -453,8 +564,11 @@ def copy_sqlite_to_postgres(
     if not name or len(name) > 63:
         raise LoaderError(f"not a usable PostgreSQL database name: {name!r}")
     report = LoadReport(database=name, source=str(path))
-    marker = MARKER_PREFIX + file_sha256(path)
-    admin_url = _psycopg_url(pg_url)
+    marker = (
+        f"{MARKER_PREFIX}{LOADER_VERSION}:{file_sha256(path)}:"
+        f"{'numeric-text' if numeric_text else 'declared-text'}"
+    )
+    admin_url = psycopg_url(pg_url)
     admin = _writable_engine(admin_url.set(database=admin_url.database or "postgres"))
     try:
         exists, comment = _database_marker(admin, name)
@@ -476,12 +590,12 @@ def copy_sqlite_to_postgres(
                 f"LC_COLLATE 'C' LC_CTYPE 'C'"
             )
         # Ours from now on: a failed load is replaced by the next run.
-        _set_marker(admin, name, MARKER_PREFIX + "loading")
+        _set_marker(admin, name, f"{MARKER_PREFIX}{LOADER_VERSION}:loading")
         target = _writable_engine(admin_url.set(database=name))
         try:
             with target.connect() as conn, _open_sqlite(path) as source:
                 pg = conn.connection.driver_connection
-                plans = plan_tables(source, report.warnings)
+                plans = plan_tables(source, report.warnings, numeric_text)
                 for plan in plans:
                     report.tables[plan.name] = _load_table(pg, source, plan)
                 _add_keys(pg, plans, report)
@@ -514,6 +628,7 @@ def load_spider_databases(
     *,
     replace: bool = False,
     grant_select_to: str | None = None,
+    numeric_text: bool = True,
 ) -> list[LoadReport]:
     """Load Spider databases (`<spider_dir>/database/<id>/<id>.sqlite`), one PG database each."""
     missing = [db_id for db_id in db_ids if not spider_sqlite_path(spider_dir, db_id).is_file()]
@@ -526,6 +641,7 @@ def load_spider_databases(
             db_id,
             replace=replace,
             grant_select_to=grant_select_to,
+            numeric_text=numeric_text,
         )
         for db_id in db_ids
     ]
@@ -554,11 +670,19 @@ def build_parser() -> argparse.ArgumentParser:
         "or ../shared/data/spider)",
     )
     parser.add_argument(
-        "--sqlite", action="append", default=[], metavar="PATH",
+        "--sqlite",
+        action="append",
+        default=[],
+        metavar="PATH",
         help="also load this SQLite file (database named after the file); repeatable",
     )
     parser.add_argument("--replace", action="store_true", help="drop and reload existing ones")
     parser.add_argument("--grant-select-to", metavar="ROLE", help="role given read access")
+    parser.add_argument(
+        "--keep-numeric-text",
+        action="store_true",
+        help="keep numbers stored as text as text columns (default: load them as numbers)",
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="print every warning")
     return parser
 
@@ -575,12 +699,20 @@ def main_load(argv: Sequence[str] | None = None) -> int:
     db_ids = args.db_ids or ([] if args.sqlite else list(DEFAULT_SPIDER_DATABASES))
     try:
         reports = load_spider_databases(
-            args.spider_dir, args.admin_url, db_ids,
-            replace=args.replace, grant_select_to=args.grant_select_to,
+            args.spider_dir,
+            args.admin_url,
+            db_ids,
+            replace=args.replace,
+            grant_select_to=args.grant_select_to,
+            numeric_text=not args.keep_numeric_text,
         )
         reports += [
             copy_sqlite_to_postgres(
-                path, args.admin_url, replace=args.replace, grant_select_to=args.grant_select_to
+                path,
+                args.admin_url,
+                replace=args.replace,
+                grant_select_to=args.grant_select_to,
+                numeric_text=not args.keep_numeric_text,
             )
             for path in args.sqlite
         ]

@@ -156,8 +156,11 @@ def render_schema(schema: SchemaInfo) -> str:
 
 
 def render_foreign_keys(schema: SchemaInfo) -> str:
+    """`t1.c = t2.c` lines, columns quoted the way the database's dialect quotes them."""
+    q = '"' if schema.dialect == "postgres" else "`"
     return "\n".join(
-        f"{fk.table}.`{fk.column}` = {fk.ref_table}.`{fk.ref_column}`" for fk in schema.foreign_keys
+        f"{fk.table}.{q}{fk.column}{q} = {fk.ref_table}.{q}{fk.ref_column}{q}"
+        for fk in schema.foreign_keys
     )
 
 

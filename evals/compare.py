@@ -124,14 +124,14 @@ def spider_equal(gold_rows: Sequence[Row], pred_rows: Sequence[Row], *, ordered:
     pred_cols = [_column_signature(pred, j, ordered) for j in range(width)]
     # A gold column can only come from a predicted column that holds the same values (the same
     # multiset, or the same sequence when order matters): this prunes most permutations.
-    candidates = [
-        [j for j in range(width) if pred_cols[j] == gold_cols[i]] for i in range(width)
-    ]
+    candidates = [[j for j in range(width) if pred_cols[j] == gold_cols[i]] for i in range(width)]
     if any(not c for c in candidates):
         return False
     target: Counter[Row] | list[Row] = gold if ordered else Counter(gold)
     for perm in _permutations(candidates, pred, width):
-        permuted = pred if perm == tuple(range(width)) else [tuple(r[j] for j in perm) for r in pred]
+        permuted = (
+            pred if perm == tuple(range(width)) else [tuple(r[j] for j in perm) for r in pred]
+        )
         if (permuted == target) if ordered else (Counter(permuted) == target):
             return True
     return False

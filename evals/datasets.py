@@ -122,20 +122,21 @@ def load_spider(data_dir: str | Path, split: str = "dev") -> Dataset:
             level = spider_hardness(gold)
         except HardnessParseError:
             level = "unknown"
-        item = EvalItem(index=index, db_id=db_id, question=rec["question"], gold_sql=gold,
-                        level=level)
+        item = EvalItem(
+            index=index, db_id=db_id, question=rec["question"], gold_sql=gold, level=level
+        )
         main_file = db_root / db_id / f"{db_id}.sqlite"
         if main_file.is_file():
             item.db = str(main_file)
             item.db_files = sorted(
-                str(p) for p in main_file.parent.iterdir()
+                str(p)
+                for p in main_file.parent.iterdir()
                 if p.is_file() and p.name.endswith(".sqlite")
             )
         else:
             item.skip_reason = missing_database_reason(db_id)
         items.append(item)
-    return Dataset("spider", split, root, question_file, items,
-                   _tables_by_db(root / "tables.json"))
+    return Dataset("spider", split, root, question_file, items, _tables_by_db(root / "tables.json"))
 
 
 def _bird_question_file(root: Path, split: str) -> Path:
@@ -187,5 +188,6 @@ def load_bird(data_dir: str | Path, split: str = "dev", *, db_url: str | None = 
             else:
                 item.skip_reason = missing_database_reason(db_id)
         items.append(item)
-    return Dataset("bird", split, root, question_file, items,
-                   _tables_by_db(_bird_tables_file(root, split)))
+    return Dataset(
+        "bird", split, root, question_file, items, _tables_by_db(_bird_tables_file(root, split))
+    )

@@ -389,11 +389,7 @@ def nested_queries(sql: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def count_component1(sql: dict[str, Any]) -> int:
-    count = sum(
-        1
-        for present in (sql["where"], sql["groupBy"], sql["orderBy"])
-        if len(present) > 0
-    )
+    count = sum(1 for present in (sql["where"], sql["groupBy"], sql["orderBy"]) if len(present) > 0)
     count += sql["limit"] is not None
     count += max(len(sql["from"]["table_units"]) - 1, 0)
     conjunctions = (

@@ -55,7 +55,9 @@ def read_spider_predictions(path: str | Path) -> list[str]:
     return [line.strip().split("\t")[0] for line in lines]
 
 
-def write_bird_predictions(path: str | Path, predictions: Mapping[int, tuple[str | None, str]]) -> Path:
+def write_bird_predictions(
+    path: str | Path, predictions: Mapping[int, tuple[str | None, str]]
+) -> Path:
     """`predictions` maps the item index to (SQL, db_id); keys are written in index order."""
     path = Path(path)
     payload = {

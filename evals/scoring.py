@@ -23,7 +23,7 @@ from macsql.database.execution import ExecutionResult, Outcome, execute_sql
 from macsql.evals.compare import bird_equal, normalize_spider_sql, order_matters, spider_equal
 from macsql.evals.datasets import Dataset, EvalItem
 from macsql.evals.predictions import NO_PREDICTION
-from macsql.evals.ves import OFFICIAL_ITERATIONS, measure_time_ratio, r_ves, ves
+from macsql.evals.ves import measure_time_ratio, r_ves, ves
 
 OFFICIAL_TIMEOUTS = {"spider": 60.0, "bird": 30.0}
 """Seconds per query in the official scorers (test-suite: 60; BIRD: 30)."""
@@ -81,15 +81,17 @@ class _Run:
     def of(cls, result: ExecutionResult) -> _Run:
         if result.outcome.ran:
             return cls(True, result.rows)
-        return cls(False, [], result.outcome == Outcome.TIMEOUT,
-                   f"{result.outcome}: {result.error}")
+        return cls(
+            False, [], result.outcome == Outcome.TIMEOUT, f"{result.outcome}: {result.error}"
+        )
 
 
 class Scorer:
     """Scores one prediction at a time; thread-safe; caches gold results."""
 
-    def __init__(self, dataset: str, *, timeout: float | None = None,
-                 keep_distinct: bool = False) -> None:
+    def __init__(
+        self, dataset: str, *, timeout: float | None = None, keep_distinct: bool = False
+    ) -> None:
         if dataset not in OFFICIAL_TIMEOUTS:
             raise ValueError(f"unknown dataset {dataset!r}")
         self.dataset = dataset
@@ -124,8 +126,9 @@ class Scorer:
     def score(self, item: EvalItem, pred_sql: str | None) -> ItemScore:
         """Score `pred_sql` for `item` (never raises on bad SQL or a missing database)."""
         if item.skip_reason:
-            return ItemScore(item.index, item.db_id, item.level, None, Reason.SKIPPED,
-                             item.skip_reason)
+            return ItemScore(
+                item.index, item.db_id, item.level, None, Reason.SKIPPED, item.skip_reason
+            )
         pred = (pred_sql or "").strip()
         try:
             if not pred or pred == NO_PREDICTION:
@@ -154,8 +157,9 @@ class Scorer:
 
     def _score_spider(self, item: EvalItem, pred_sql: str) -> ItemScore:
         # The official scorer reads the placeholder " value " as 1 in predictions.
-        pred_sql = normalize_spider_sql(pred_sql.replace(" value ", " 1 "),
-                                        keep_distinct=self.keep_distinct)
+        pred_sql = normalize_spider_sql(
+            pred_sql.replace(" value ", " 1 "), keep_distinct=self.keep_distinct
+        )
         gold_sql = normalize_spider_sql(item.gold_sql, keep_distinct=self.keep_distinct)
         ordered = order_matters(gold_sql)
         for db in item.db_files or [item.db or ""]:
@@ -187,8 +191,13 @@ class Scorer:
 
     def time_ratio(self, item: EvalItem, pred_sql: str, iterations: int) -> float:
         """VES's time ratio of an EX-correct BIRD item (0 if a run fails)."""
-        timing = measure_time_ratio(self._ref(item.db or ""), pred_sql, item.gold_sql,
-                                    iterations=iterations, timeout=self.timeout)
+        timing = measure_time_ratio(
+            self._ref(item.db or ""),
+            pred_sql,
+            item.gold_sql,
+            iterations=iterations,
+            timeout=self.timeout,
+        )
         return timing.ratio
 
 
@@ -225,26 +234,35 @@ def summarize_scores(scores: Sequence[ItemScore], levels: Sequence[str]) -> dict
         "n_errors": reasons.get(Reason.PRED_ERROR, 0),
         "n_no_prediction": reasons.get(Reason.NO_PREDICTION, 0),
         "n_timeouts": reasons.get(Reason.TIMEOUT, 0),
-        "n_gold_errors": sum(1 for s in scores
-                             if s.reason in (Reason.GOLD_ERROR, Reason.GOLD_TIMEOUT)),
+        "n_gold_errors": sum(
+            1 for s in scores if s.reason in (Reason.GOLD_ERROR, Reason.GOLD_TIMEOUT)
+        ),
     }
 
 
-def summarize_ves(scores: Sequence[ItemScore], ratios: Mapping[int, float],
-                  levels: Sequence[str], iterations: int) -> dict[str, Any]:
+def summarize_ves(
+    scores: Sequence[ItemScore], ratios: Mapping[int, float], levels: Sequence[str], iterations: int
+) -> dict[str, Any]:
     """VES and R-VES over the scored items (ratio 0 for items not EX-correct)."""
     scored = [s for s in scores if s.scored]
 
     def over(members: Sequence[ItemScore]) -> dict[str, float]:
         values = [ratios.get(s.index, 0.0) if s.correct else 0.0 for s in members]
-        return {"ves": round(ves(values), 2), "r_ves": round(r_ves(values), 2),
-                "count": len(values)}
+        return {
+            "ves": round(ves(values), 2),
+            "r_ves": round(r_ves(values), 2),
+            "count": len(values),
+        }
 
     overall = over(scored)
     by_level = {level: over([s for s in scored if s.level == level]) for level in levels}
     by_level["all"] = overall
-    return {"ves": overall["ves"], "r_ves": overall["r_ves"], "ves_iterations": iterations,
-            "ves_by_difficulty": by_level}
+    return {
+        "ves": overall["ves"],
+        "r_ves": overall["r_ves"],
+        "ves_iterations": iterations,
+        "ves_by_difficulty": by_level,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,8 +282,9 @@ class PredictionsMismatchError(ValueError):
     """The predictions do not line up with the dataset."""
 
 
-def align_predictions(dataset: Dataset, predictions: Sequence[str] | Mapping[int, str]
-                      ) -> list[tuple[EvalItem, str]]:
+def align_predictions(
+    dataset: Dataset, predictions: Sequence[str] | Mapping[int, str]
+) -> list[tuple[EvalItem, str]]:
     """Pair predictions with items: a list by position, a mapping by index.
 
     Like the official scorers, fewer predictions than items scores the items that have one.
@@ -275,12 +294,15 @@ def align_predictions(dataset: Dataset, predictions: Sequence[str] | Mapping[int
         if extra:
             raise PredictionsMismatchError(
                 f"{len(extra)} predictions have no question (first index {extra[0]}); "
-                f"the dataset has {len(dataset.items)} items")
-        return [(item, predictions[item.index]) for item in dataset.items
-                if item.index in predictions]
+                f"the dataset has {len(dataset.items)} items"
+            )
+        return [
+            (item, predictions[item.index]) for item in dataset.items if item.index in predictions
+        ]
     if len(predictions) > len(dataset.items):
         raise PredictionsMismatchError(
-            f"{len(predictions)} predictions for {len(dataset.items)} questions")
+            f"{len(predictions)} predictions for {len(dataset.items)} questions"
+        )
     return list(zip(dataset.items, predictions, strict=False))
 
 
@@ -315,39 +337,55 @@ def score_predictions(
     return ScoreReport(scores, summary)
 
 
-def time_ratios(scorer: Scorer, pairs: Iterable[tuple[EvalItem, str]],
-                scores: Sequence[ItemScore], iterations: int) -> dict[int, float]:
+def time_ratios(
+    scorer: Scorer,
+    pairs: Iterable[tuple[EvalItem, str]],
+    scores: Sequence[ItemScore],
+    iterations: int,
+) -> dict[int, float]:
     """VES time ratios of the EX-correct items, measured one item at a time (less noise)."""
     correct = {s.index for s in scores if s.correct}
-    return {item.index: scorer.time_ratio(item, sql, iterations)
-            for item, sql in pairs if item.index in correct}
+    return {
+        item.index: scorer.time_ratio(item, sql, iterations)
+        for item, sql in pairs
+        if item.index in correct
+    }
 
 
 def summary_text(summary: dict[str, Any], levels: Sequence[str]) -> str:
     """A plain-text table in the style of the official scorers."""
     cols = [*levels, "all"]
     by = summary["by_difficulty"]
-    lines = ["{:20}".format("") + "".join(f"{c:>14}" for c in cols),
-             "{:20}".format("count") + "".join(f"{by.get(c, {}).get('count', 0):>14}" for c in cols),
-             "{:20}".format("execution (EX)")
-             + "".join(f"{by.get(c, {}).get('ex', 0.0):>14.2f}" for c in cols)]
+    lines = [
+        "{:20}".format("") + "".join(f"{c:>14}" for c in cols),
+        "{:20}".format("count") + "".join(f"{by.get(c, {}).get('count', 0):>14}" for c in cols),
+        "{:20}".format("execution (EX)")
+        + "".join(f"{by.get(c, {}).get('ex', 0.0):>14.2f}" for c in cols),
+    ]
     if "ves_by_difficulty" in summary:
         vb = summary["ves_by_difficulty"]
         for key, label in (("ves", "VES"), ("r_ves", "R-VES")):
-            lines.append("{:20}".format(label)
-                         + "".join(f"{vb.get(c, {}).get(key, 0.0):>14.2f}" for c in cols))
+            lines.append(
+                f"{label:20}"
+                + "".join(f"{vb.get(c, {}).get(key, 0.0):>14.2f}" for c in cols)
+            )
     lines.append("")
-    lines.append(f"scored {summary['n_scored']}, skipped {summary['n_skipped']}, "
-                 f"errors {summary['n_errors']}, timeouts {summary['n_timeouts']}, "
-                 f"no prediction {summary['n_no_prediction']}")
+    lines.append(
+        f"scored {summary['n_scored']}, skipped {summary['n_skipped']}, "
+        f"errors {summary['n_errors']}, timeouts {summary['n_timeouts']}, "
+        f"no prediction {summary['n_no_prediction']}"
+    )
     for reason, count in summary.get("skip_reasons", {}).items():
         lines.append(f"  skipped {count}: {reason}")
     return "\n".join(lines)
 
 
 def item_score_from_json(data: Mapping[str, Any]) -> ItemScore:
-    return ItemScore(index=int(data["index"]), db_id=str(data["db_id"]),
-                     level=str(data.get("hardness") or data.get("level") or "unknown"),
-                     correct=data.get("correct"), reason=data.get("reason"),
-                     detail=data.get("detail"))
-
+    return ItemScore(
+        index=int(data["index"]),
+        db_id=str(data["db_id"]),
+        level=str(data.get("hardness") or data.get("level") or "unknown"),
+        correct=data.get("correct"),
+        reason=data.get("reason"),
+        detail=data.get("detail"),
+    )

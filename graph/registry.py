@@ -7,6 +7,18 @@ from typing import Any
 
 PIPELINES: dict[str, tuple[str, str]] = {
     "macsql": ("macsql.graph.macsql_graph", "MAC-SQL: Selector, Decomposer, Refiner"),
+    "sqlfix": (
+        "macsql.graph.sqlfix_graph",
+        "SQLFixAgent: SQLReviewer, QueryCrafter, SQLRefiner repair the SQLTool's SQL",
+    ),
+    "r3": (
+        "macsql.graph.r3_graph",
+        "R^3: a SQL writer and generated reviewers loop to consensus",
+    ),
+    "macsql+sqlfix": (
+        "macsql.graph.macsql_sqlfix_graph",
+        "MAC-SQL, then SQLFixAgent as a repair stage on its SQL",
+    ),
 }
 
 

@@ -7,7 +7,10 @@ graph that embeds macsql sends the first and gets back only the second, so no in
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired
+
+# pydantic (and so the LangGraph server's schemas) needs typing_extensions' TypedDict on 3.11.
+from typing_extensions import TypedDict
 
 from macsql.llm.calls import Usage, merge_usage
 

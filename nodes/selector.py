@@ -47,9 +47,6 @@ def selector_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str,
                     "selector_fallback": "; ".join(result.notes) or None,
                 }
             fallback = "; ".join(result.notes) + ", full schema kept"
-    emit(runtime, "selector", "fallback", reason=fallback)
-    return {
-        **update,
-        "selector_fallback": fallback,
-        "selected_tables": [t.name for t in schema.tables],
-    }
+    every_table = [t.name for t in schema.tables]
+    emit(runtime, "selector", "fallback", reason=fallback, selected_tables=every_table)
+    return {**update, "selector_fallback": fallback, "selected_tables": every_table}

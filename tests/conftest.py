@@ -65,3 +65,7 @@ def scripted() -> Iterator[object]:
     yield make
     for manager in registered:
         manager.__exit__(None, None, None)  # type: ignore[attr-defined]
+
+
+# --- PostgreSQL (issue 4): MACSQL_PG_URL fixtures; the logic lives in tests/pg_support.py ---
+from pg_support import pg_admin_url, pg_spider  # noqa: E402, F401

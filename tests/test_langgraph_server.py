@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,13 +81,16 @@ def langgraph_server(server_log: Path) -> Iterator[str]:
     }
     env.update(
         LANGGRAPH_CLI_NO_ANALYTICS="1",
-        LANGGRAPH_DISABLE_FILE_PERSISTENCE="true",  # no .langgraph_api/ files from the test
+        LANGGRAPH_DISABLE_FILE_PERSISTENCE="true",
         LANGSMITH_TRACING="false",
         LANGCHAIN_TRACING_V2="false",
+        MACSQL_CACHE_DIR=str(server_log.parent / "macsql-cache"),
     )
     command = [
         str(LANGGRAPH),
         "dev",
+        "--config",
+        str(ROOT / "langgraph.json"),
         "--no-browser",
         "--no-reload",  # other edits to the tree must not restart it mid-test
         "--host",
@@ -97,6 +101,8 @@ def langgraph_server(server_log: Path) -> Iterator[str]:
     with server_log.open("wb") as log:
         proc = subprocess.Popen(
             command,
+            # Graph paths in langgraph.json are relative to the working directory. The in-memory
+            # runtime may leave ./.langgraph_api/ there on shutdown (it is in .gitignore).
             cwd=ROOT,
             env=env,
             stdout=log,
@@ -108,13 +114,21 @@ def langgraph_server(server_log: Path) -> Iterator[str]:
         _wait_until_ready(url, proc, server_log)
         yield url
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server and anything it started (its process group), politely then firmly."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +204,26 @@ def test_schemas_show_input_output_and_documented_context(client: Any) -> None:
     assert {"sql", "status", "rows", "usage", "attempts"} <= set(output_schema["properties"])
     assert "schema_text" not in output_schema["properties"]
     assert "candidate_sql" not in output_schema["properties"]
+
+
+def test_every_graph_has_studio_schemas(client: Any) -> None:
+    """Studio's input form, output view and context form exist for every served pipeline."""
+    configured = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+    missing = []
+    for graph_id in configured:
+        (assistant,) = client.assistants.search(graph_id=graph_id, limit=1)
+        schemas = client.assistants.get_schemas(assistant["assistant_id"])
+        missing += [
+            f"{graph_id}: {kind}"
+            for kind in ("input_schema", "output_schema", "context_schema")
+            if not schemas.get(kind)
+        ]
+        context = schemas.get("context_schema") or {"properties": {}}
+        undocumented = [
+            name for name, prop in context["properties"].items() if not prop.get("description")
+        ]
+        missing += [f"{graph_id}: context field {name} has no description" for name in undocumented]
+    assert not missing, "\n".join(missing)
 
 
 def test_run_streams_updates_and_events_from_inside_the_refine_loop(
@@ -274,3 +308,130 @@ def test_thread_run_output_and_human_review_through_the_server(client: Any) -> N
     assert "candidate_sql" not in result
     final_state = client.threads.get_state(thread["thread_id"])
     assert final_state["next"] == []
+
+
+# --------------------------------------------------------------------------- import side effects
+# The server (and any host) imports the graph files; that must touch no network and no database.
+# A fresh interpreter installs an audit hook (PEP 578) before importing anything of ours, imports
+# every module of every macsql package, builds and draws every registered graph and the example
+# host graphs, and reports any socket connection, DNS lookup or database connection.
+
+PROBE = textwrap.dedent(
+    r"""
+    import json, sys, traceback
+
+    events = []
+    WATCHED = {"psycopg.connect", "socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
+               "sqlite3.connect", "http.client.connect", "urllib.Request"}
+
+    def hook(event, args):
+        if event in WATCHED:
+            events.append([event, repr(args)[:200], "".join(traceback.format_stack(limit=8))])
+
+    sys.addaudithook(hook)
+
+    try:  # PostgreSQL connects in C (libpq), which no audit event sees: watch the entry point.
+        import psycopg
+
+        def _no_connect(*args, **kwargs):
+            hook("psycopg.connect", args)
+            raise RuntimeError("psycopg.connect called during import")
+
+        psycopg.Connection.connect = classmethod(lambda cls, *a, **k: _no_connect(*a, **k))
+        psycopg.connect = _no_connect
+    except ImportError:
+        pass
+
+    import importlib, importlib.util, pkgutil, tomllib
+    from pathlib import Path
+
+    root = Path(sys.argv[1])
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    packages = pyproject["tool"]["setuptools"]["packages"]
+    imported = []
+    for name in packages:
+        package = importlib.import_module(name)
+        imported.append(name)
+        for info in pkgutil.walk_packages(package.__path__, name + "."):
+            importlib.import_module(info.name)
+            imported.append(info.name)
+
+    from macsql.graph.registry import get_builder, get_pipeline, pipeline_names
+
+    built = []
+    for name in pipeline_names():
+        graph = get_pipeline(name)
+        graph.get_graph().draw_mermaid()
+        get_builder(name).compile().get_graph()
+        built.append(name)
+
+    spec = importlib.util.spec_from_file_location(
+        "example_assistant_subgraph", root / "examples" / "assistant_subgraph.py"
+    )
+    example = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.direct_assistant.get_graph(xray=True)
+    example.wrapper_assistant.get_graph()
+
+    print(json.dumps({"events": events, "imported": imported, "built": built}))
+    """
+)
+
+
+def test_importing_and_building_every_graph_touches_no_network_or_database(
+    tmp_path: Path,
+) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "MACSQL_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(ROOT)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["events"] == [], "\n\n".join(f"{e}: {a}\n{s}" for e, a, s in report["events"])
+    # The probe really covered the code: every package, the nodes, the CLI, every pipeline.
+    imported = set(report["imported"])
+    for module in (
+        "macsql.graph.macsql_graph",
+        "macsql.graph.context",
+        "macsql.nodes.executor",
+        "macsql.nodes.selector",
+        "macsql.llm.models",
+        "macsql.llm.scripted",
+        "macsql.cli.main",
+        "macsql.database.connection",
+    ):
+        assert module in imported
+    from macsql.graph.registry import pipeline_names
+
+    assert report["built"] == pipeline_names()
+    assert "macsql" in report["built"]
+
+
+def test_the_probe_does_see_a_connection() -> None:
+    """The audit hook is not blind: a real sqlite3.connect and socket.connect are reported."""
+    probe = textwrap.dedent(
+        """
+        import json, socket, sqlite3, sys
+        events = []
+        sys.addaudithook(lambda e, a: events.append(e) if e in
+                         ("sqlite3.connect", "socket.connect") else None)
+        sqlite3.connect(":memory:").close()
+        server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen()
+        client = socket.create_connection(server.getsockname()); client.close(); server.close()
+        print(json.dumps(sorted(set(events))))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(proc.stdout) == ["socket.connect", "sqlite3.connect"]

@@ -234,3 +234,40 @@ def test_selector_thresholds_are_context_fields(scripted) -> None:
         ['{"singer": "keep_all"}', sql_reply("SELECT 1")], selector_max_total_columns=5
     )
     assert run(context)["selector_used"] is True
+
+
+def test_analysis_rules_per_dataset_style() -> None:
+    from macsql.database.execution import Outcome
+    from macsql.nodes.executor import analyse
+
+    assert analyse(Outcome.OK, [], "bird") == Outcome.EMPTY_RESULT
+    assert analyse(Outcome.OK, [], "spider") == Outcome.OK
+    assert analyse(Outcome.OK, [(1, None)], "bird") == Outcome.NULL_RESULT
+    assert analyse(Outcome.OK, [(1, None)], "spider") == Outcome.OK
+    assert analyse(Outcome.TIMEOUT, [], "bird") == Outcome.TIMEOUT
+
+
+def test_best_try_prefers_passing_then_ran_then_latest() -> None:
+    from macsql.nodes.executor import best_try
+
+    tries = [
+        {"sql": "a", "outcome": "syntax_error"},
+        {"sql": "b", "outcome": "empty_result"},
+        {"sql": "c", "outcome": "timeout"},
+    ]
+    assert best_try(tries)["sql"] == "b"
+    assert best_try([*tries, {"sql": "d", "outcome": "ok"}])["sql"] == "d"
+    assert best_try([tries[0], tries[2]])["sql"] == "c"
+
+
+def test_needs_selector_uses_the_official_thresholds() -> None:
+    from macsql.graph.context import Context
+    from macsql.nodes.schema_loader import needs_selector
+
+    def state(widths: list[int]) -> dict:
+        return {"schema": {"tables": [{"columns": [{}] * w} for w in widths]}}
+
+    assert not needs_selector(state([6, 6, 6, 6, 6]), Context())  # avg 6, total 30
+    assert needs_selector(state([7]), Context())  # avg over 6
+    assert needs_selector(state([5] * 7), Context())  # total 35 over 30
+    assert not needs_selector(state([7]), Context(selector_max_avg_columns=7))

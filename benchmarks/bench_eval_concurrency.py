@@ -1,0 +1,155 @@
+"""Benchmark: the eval runner's concurrency against a slow model.
+
+Run: python benchmarks/bench_eval_concurrency.py [--concurrency 32] [--delay 0.2] [--limit N]
+
+A scripted OpenAI-compatible server answers every chat call after `--delay` seconds (200 ms):
+the Selector with a valid "keep_all" selection, the Decomposer with the item's gold SQL. It
+runs in its own process, as a real model server would, so its work does not compete for this
+process's GIL. The MAC-SQL pipeline then runs over the Spider dev items that have a database
+(972) through `macsql.evals.runner`, over real HTTP with the real OpenAI client.
+
+The ideal wall time is model calls × delay / concurrency; the target is within 1.25× of it.
+Schemas are built once per database before the timed run (``--cold`` times that too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPIDER = Path(os.environ.get("MACSQL_DATA_DIR", ROOT.parent / "shared" / "data")) / "spider"
+
+
+# --- the model server (child process) --------------------------------------------------------
+
+
+def _responder(dev_json: Path):  # type: ignore[no-untyped-def]
+    gold: dict[str, str] = {}
+    for rec in json.loads(dev_json.read_text(encoding="utf-8")):
+        gold.setdefault(rec["question"].strip(), rec["query"])
+
+    def answer(prompt: str) -> str:
+        task = prompt.rsplit("Your task.", 1)[-1]
+        question = task.rsplit("[Question]", 1)[-1].splitlines()[0].strip()
+        if "keep_all" in prompt and "[Answer]" in task:  # the Selector's prompt
+            schema = task.split("<schema>", 1)[-1].split("</schema>", 1)[0]
+            tables = re.findall(r"^# Table: (.+)$", schema, flags=re.MULTILINE)
+            return "```json\n" + json.dumps(dict.fromkeys(tables, "keep_all")) + "\n```"
+        sql = gold.get(question, "SELECT 1")
+        return f"Sub question 1: {question}\nSQL\n```sql\n{sql}\n```\nQuestion Solved."
+
+    return answer
+
+
+def serve(delay: float) -> None:
+    import http.server
+
+    from macsql.llm.scripted import ScriptedOpenAIServer
+
+    # Headers and body go out in separate writes; with Nagle's algorithm on, the body waits
+    # for the client's delayed ACK (40 ms on Linux), which would add 40 ms to every call.
+    http.server.BaseHTTPRequestHandler.disable_nagle_algorithm = True
+
+    with ScriptedOpenAIServer(_responder(SPIDER / "dev.json"), delay=delay) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()  # until the parent closes our stdin
+        print(json.dumps({"requests": server.requests}), flush=True)
+
+
+# --- the benchmark ---------------------------------------------------------------------------
+
+
+def _warm_schemas() -> float:
+    from macsql.database.connection import resolve_database
+    from macsql.database.schema import load_schema
+
+    started = time.perf_counter()
+    for folder in sorted((SPIDER / "database").iterdir()):
+        db = folder / f"{folder.name}.sqlite"
+        dev_dbs = {r["db_id"] for r in json.loads((SPIDER / "dev.json").read_text())}
+        if db.is_file() and folder.name in dev_dbs:
+            load_schema(resolve_database(str(db)))
+    return time.perf_counter() - started
+
+
+def run(args: argparse.Namespace) -> dict[str, float]:
+    os.environ.setdefault("MACSQL_CACHE_DIR", tempfile.mkdtemp(prefix="macsql-bench-cache-"))
+    from macsql.evals.runner import EvalOptions, run_eval
+
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", "--delay", str(args.delay)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        base_url = server.stdout.readline().strip()  # type: ignore[union-attr]
+        warm = 0.0 if args.cold else _warm_schemas()
+        out = tempfile.mkdtemp(prefix="macsql-bench-eval-")
+        options = EvalOptions(
+            dataset="spider", data_dir=str(SPIDER), pipeline=args.pipeline,
+            limit=args.limit, concurrency=args.concurrency, out=out, progress=False,
+            model="openai:scripted", base_url=base_url, api_key="sk-bench",
+            ves_iterations=0,
+        )
+        started, cpu_started = time.perf_counter(), time.process_time()
+        result = asyncio.run(run_eval(options))
+        wall = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
+    finally:
+        server.stdin.close()  # type: ignore[union-attr]
+        tail = server.stdout.read()  # type: ignore[union-attr]
+        server.wait(timeout=30)
+    served = json.loads(tail.strip().splitlines()[-1])["requests"] if tail.strip() else 0
+    summary = result.summary
+    calls = sum(int(u["calls"]) for u in summary["tokens_per_agent"].values())
+    items = summary["n_scored"]
+    ideal = calls * args.delay / args.concurrency
+    return {
+        "items": items,
+        "skipped": summary["n_skipped"],
+        "ex": summary["ex"],
+        "model_calls": calls,
+        "server_requests": served,
+        "calls_per_item": round(calls / items, 3) if items else 0.0,
+        "calls_by_agent": {a: int(u["calls"]) for a, u in summary["tokens_per_agent"].items()},
+        "concurrency": args.concurrency,
+        "delay_s": args.delay,
+        "wall_s": round(wall, 2),
+        "ideal_s": round(ideal, 2),
+        "ratio_to_ideal": round(wall / ideal, 3) if ideal else 0.0,
+        "eval_process_cpu_s": round(cpu, 2),
+        "cpu_ms_per_item": round(1000 * cpu / items, 2) if items else 0.0,
+        "schema_warmup_s": round(warm, 2),
+        "failed": summary["n_failed"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--pipeline", default="macsql")
+    parser.add_argument("--cold", action="store_true", help="include schema building")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.delay)
+        return
+    figures = run(args)
+    print(json.dumps(figures, indent=2))
+    ok = figures["ratio_to_ideal"] <= 1.25
+    print(f"wall {figures['wall_s']}s vs ideal {figures['ideal_s']}s: "
+          f"{figures['ratio_to_ideal']}x ({'within' if ok else 'over'} the 1.25x target)")
+
+
+if __name__ == "__main__":
+    main()

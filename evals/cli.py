@@ -1,0 +1,206 @@
+"""The ``eval`` and ``score`` subcommands.
+
+``macsql.cli.main`` adds them with `add_eval_arguments` / `add_score_arguments` and runs
+`eval_main` / `score_main`. ``python -m macsql.evals.cli {eval,score} ...`` works as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
+from macsql.evals.predictions import (
+    PredictionsFormatError,
+    read_bird_predictions,
+    read_spider_predictions,
+)
+from macsql.evals.runner import EvalOptions, RunDirectoryError, run_eval_sync
+from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
+from macsql.evals.ves import OFFICIAL_ITERATIONS
+
+
+def _add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", choices=("spider", "bird"), required=True)
+    parser.add_argument(
+        "--data-dir",
+        required=True,
+        help="Spider: dev.json, tables.json, database/; "
+        "BIRD: dev.json, dev_tables.json, dev_databases/",
+    )
+    parser.add_argument(
+        "--split",
+        default="dev",
+        help="question file: dev (default), train, or BIRD mini-dev's "
+        "mini_dev / mini_dev_sqlite / mini_dev_postgresql / ...",
+    )
+    parser.add_argument(
+        "--db-url",
+        default=None,
+        help="BIRD: a database URL with {db_id} instead of the SQLite files "
+        "(e.g. for mini-dev's PostgreSQL or MySQL question files)",
+    )
+
+
+def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per scoring query, really interrupted (official: Spider 60, BIRD 30)",
+    )
+    parser.add_argument(
+        "--keep-distinct",
+        action="store_true",
+        help="Spider: keep DISTINCT (the official default removes it)",
+    )
+    parser.add_argument(
+        "--ves-iterations",
+        type=int,
+        default=OFFICIAL_ITERATIONS,
+        help="BIRD: runs per query for VES/R-VES (official 100; 0 = no VES)",
+    )
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``macsql eval``."""
+    _add_dataset_arguments(parser)
+    parser.add_argument(
+        "--pipeline",
+        default="macsql",
+        help="macsql, sqlfix, r3, or module:attr / file.py:attr of a graph",
+    )
+    parser.add_argument(
+        "--gold",
+        action="store_true",
+        help="no model: feed the gold SQL through execution and scoring",
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--concurrency", type=int, default=8, help="items in flight (8)")
+    parser.add_argument(
+        "--out", default=None, help="output folder (default runs/<dataset>-<split>-<pipeline>)"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run in --out, skipping the items it has"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="discard the run already in --out")
+    parser.add_argument("--model", default=None, help="e.g. openai:gpt-4o-mini")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL")
+    parser.add_argument("--api-key", default=None)
+    parser.add_argument(
+        "--max-tries", type=int, default=None, help="MAC-SQL maxTryTimes (SQL executions per item)"
+    )
+    parser.add_argument(
+        "--cache", default=None, metavar="FILE", help="cache model calls in this SQLite file"
+    )
+    parser.add_argument(
+        "--item-timeout",
+        type=float,
+        default=900.0,
+        help="seconds one item may take before it is recorded as failed",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_scoring_arguments(parser)
+
+
+def add_score_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``macsql score``."""
+    _add_dataset_arguments(parser)
+    parser.add_argument(
+        "--predictions", required=True, help="BIRD predict_dev.json or Spider pred.sql"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the summary and per-item verdicts as JSON"
+    )
+    parser.add_argument("--workers", type=int, default=4, help="scoring threads (4)")
+    _add_scoring_arguments(parser)
+
+
+def eval_main(args: argparse.Namespace) -> int:
+    mode = "gold" if args.gold else args.pipeline.replace(":", "_").replace("/", "_")
+    out = args.out or str(Path("runs") / f"{args.dataset}-{args.split}-{mode}")
+    options = EvalOptions(
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        split=args.split,
+        pipeline=args.pipeline,
+        gold=args.gold,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        out=out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        timeout=args.timeout,
+        keep_distinct=args.keep_distinct,
+        ves_iterations=args.ves_iterations,
+        item_timeout=args.item_timeout or None,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        max_tries=args.max_tries,
+        cache=args.cache,
+        db_url=args.db_url,
+        progress=not args.no_progress,
+    )
+    try:
+        result = run_eval_sync(options)
+    except (DatasetError, RunDirectoryError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = result.summary
+    levels = SPIDER_LEVELS if args.dataset == "spider" else BIRD_LEVELS
+    print(summary_text(summary, levels))
+    print(f"wall time {summary['wall_time_s']:.1f}s; results in {result.out_dir}")
+    return 0
+
+
+def score_main(args: argparse.Namespace) -> int:
+    try:
+        dataset = load_dataset(args.dataset, args.data_dir, args.split, db_url=args.db_url)
+        if args.dataset == "bird":
+            predictions: Sequence[str] | dict[int, str] = read_bird_predictions(args.predictions)
+        else:
+            predictions = read_spider_predictions(args.predictions)
+        report = score_predictions(
+            dataset,
+            predictions,
+            timeout=args.timeout,
+            keep_distinct=args.keep_distinct,
+            ves_iterations=args.ves_iterations,
+            workers=args.workers,
+        )
+    except (
+        DatasetError,
+        PredictionsFormatError,
+        PredictionsMismatchError,
+        FileNotFoundError,
+    ) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(summary_text(report.summary, dataset.levels))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="macsql-evals", description="Scripted evals on Spider and BIRD"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_eval_arguments(sub.add_parser("eval", help="run a pipeline over a dataset"))
+    add_score_arguments(sub.add_parser("score", help="score a predictions file"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return eval_main(args) if args.command == "eval" else score_main(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

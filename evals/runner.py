@@ -1,0 +1,487 @@
+"""The batch runner: a pipeline over a dataset, concurrently, resumable, scored as it goes.
+
+For each item the runner invokes the pipeline (or, with ``gold=True``, takes the gold SQL), scores
+the prediction, and appends one JSON line to ``results.jsonl``, flushed at once. Killing the
+process at any moment loses at most the items in flight; ``resume=True`` reads the file back
+(dropping a torn last line) and runs only the items not in it, so every item appears exactly
+once. At the end it writes the official prediction file, ``summary.json``, ``summary.md`` and
+``summary.png``.
+
+Graph nodes are sync functions that LangGraph runs in the event loop's default executor; the
+runner gives that executor ``concurrency + 4`` threads, or the pool would cap concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from macsql.evals.datasets import Dataset, EvalItem, load_dataset
+from macsql.evals.predictions import write_bird_predictions, write_spider_predictions
+from macsql.evals.report import build_summary, write_reports
+from macsql.evals.scoring import ItemScore, Reason, Scorer, item_score_from_json, time_ratios
+
+RESULTS_FILE = "results.jsonl"
+RUN_FILE = "run.json"
+
+
+class RunDirectoryError(RuntimeError):
+    """The output directory holds another run, or a run that does not match."""
+
+
+@dataclass
+class EvalOptions:
+    """Everything one eval run needs; the CLI fills it from its arguments."""
+
+    dataset: str
+    data_dir: str
+    split: str = "dev"
+    pipeline: str = "macsql"
+    gold: bool = False
+    limit: int | None = None
+    concurrency: int = 8
+    out: str = "runs/eval"
+    resume: bool = False
+    overwrite: bool = False
+    timeout: float | None = None
+    """Seconds per scoring query (official default: Spider 60, BIRD 30)."""
+    keep_distinct: bool = False
+    ves_iterations: int = 100
+    """BIRD VES runs per query (official: 100); 0 turns VES off."""
+    item_timeout: float | None = 900.0
+    """Seconds one item's pipeline may take before it is recorded as failed."""
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    max_tries: int | None = None
+    cache: str | None = None
+    db_url: str | None = None
+    progress: bool = True
+    context_overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return "gold" if self.gold else self.pipeline
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the run it continues."""
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "mode": self.mode,
+            "keep_distinct": self.keep_distinct,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# The results file
+
+
+def read_results(path: Path, *, repair: bool = True) -> dict[int, dict[str, Any]]:
+    """Records by item index. A torn last line (a kill mid-write) is dropped and, with
+    `repair`, cut from the file so that appending continues on a clean line."""
+    if not path.is_file():
+        return {}
+    data = path.read_bytes()
+    records: dict[int, dict[str, Any]] = {}
+    good_end = 0
+    offset = 0
+    for raw in data.splitlines(keepends=True):
+        end = offset + len(raw)
+        complete = raw.endswith(b"\n")
+        try:
+            record = json.loads(raw) if complete else None
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict) and "index" in record:
+            records[int(record["index"])] = record
+            good_end = end
+        elif complete and not raw.strip():
+            good_end = end
+        offset = end
+    if repair and good_end < len(data):
+        with path.open("r+b") as f:
+            f.truncate(good_end)
+    return records
+
+
+class _ResultsWriter:
+    """Appends one JSON line per item and flushes it, so a kill loses nothing written."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Pipelines
+
+
+def resolve_pipeline(name: str) -> Any:
+    """A compiled graph by registry name, ``module:attribute`` or ``path/to/file.py:attribute``.
+
+    An attribute that has no ``ainvoke`` is called (a factory) to get the graph.
+    """
+    if ":" not in name:
+        from macsql.graph.registry import get_pipeline
+
+        return get_pipeline(name)
+    target, _, attr = name.rpartition(":")
+    if target.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(Path(target).stem, target)
+        if spec is None or spec.loader is None:
+            raise ValueError(f"cannot load pipeline file {target}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    obj = getattr(module, attr)
+    return obj if hasattr(obj, "ainvoke") else obj()
+
+
+def build_context(options: EvalOptions) -> Any:
+    from macsql.graph.context import Context
+
+    values: dict[str, Any] = {"dataset_style": options.dataset}
+    if options.model:
+        values["model"] = options.model
+    if options.base_url:
+        values["base_url"] = options.base_url
+    if options.api_key:
+        values["api_key"] = options.api_key
+    if options.max_tries is not None:
+        values["max_try_times"] = options.max_tries
+    values.update(options.context_overrides)
+    return Context(**values)
+
+
+def enable_llm_cache(path: str) -> None:
+    """langchain's SQLite cache for model calls: a rerun answers from it with no model."""
+    from langchain_core.globals import set_llm_cache
+
+    from macsql.llm.cache import sqlite_llm_cache
+
+    set_llm_cache(sqlite_llm_cache(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    records: dict[int, dict[str, Any]]
+
+
+class _Progress:
+    """A rich progress bar: done, failed, running EX and ETA (silent when disabled)."""
+
+    def __init__(
+        self, enabled: bool, total: int, done: int, correct: int, scored: int, failed: int
+    ) -> None:
+        self.correct, self.scored, self.failed = correct, scored, failed
+        self._bar: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("[bold]eval"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("failed {task.fields[failed]}"),
+            TextColumn("EX {task.fields[ex]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(
+            "eval", total=total, completed=done, failed=failed, ex=self._ex()
+        )
+
+    def _ex(self) -> str:
+        return f"{100 * self.correct / self.scored:.1f}%" if self.scored else "-"
+
+    def advance(self, record: dict[str, Any]) -> None:
+        if record.get("status") == "failed":
+            self.failed += 1
+        if record.get("correct") is not None:
+            self.scored += 1
+            self.correct += bool(record["correct"])
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, failed=self.failed, ex=self._ex())
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _prepare_out_dir(options: EvalOptions, out: Path) -> dict[int, dict[str, Any]]:
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / RESULTS_FILE
+    run_file = out / RUN_FILE
+    if options.overwrite:
+        for name in (RESULTS_FILE, RUN_FILE):
+            (out / name).unlink(missing_ok=True)
+    elif results.exists() and not options.resume:
+        raise RunDirectoryError(
+            f"{out} already holds a run; pass --resume to continue it or --overwrite to start again"
+        )
+    if options.resume and run_file.is_file():
+        previous = json.loads(run_file.read_text(encoding="utf-8"))
+        mine = options.identity()
+        differs = {k: (previous.get(k), v) for k, v in mine.items() if previous.get(k) != v}
+        if differs:
+            raise RunDirectoryError(f"cannot resume {out}: the run differs in {differs}")
+    return read_results(results) if options.resume else {}
+
+
+def _base_record(item: EvalItem) -> dict[str, Any]:
+    return {
+        "index": item.index,
+        "question_id": item.question_id,
+        "db_id": item.db_id,
+        "question": item.question,
+        "level": item.level,
+    }
+
+
+def _skipped_record(item: EvalItem) -> dict[str, Any]:
+    return {
+        **_base_record(item),
+        "prediction": "",
+        "status": "skipped",
+        "attempts": 0,
+        "selector_used": False,
+        "usage": {},
+        "error": None,
+        "correct": None,
+        "reason": Reason.SKIPPED,
+        "detail": item.skip_reason,
+        "elapsed_s": 0.0,
+    }
+
+
+async def _predict(
+    item: EvalItem, options: EvalOptions, graph: Any, context: Any
+) -> dict[str, Any]:
+    """Run the pipeline on one item; any failure becomes a failed record, never an exception."""
+    if options.gold:
+        return {
+            "prediction": item.gold_sql,
+            "status": "ok",
+            "attempts": 0,
+            "selector_used": False,
+            "usage": {},
+            "error": None,
+            "outcome": None,
+        }
+    payload = {"question": item.question, "evidence": item.evidence, "db": item.db}
+    started = time.perf_counter()
+    try:
+        call = graph.ainvoke(payload, context=context)
+        out = await (asyncio.wait_for(call, options.item_timeout) if options.item_timeout else call)
+    except TimeoutError as exc:
+        limit = options.item_timeout or 0.0
+        if limit and time.perf_counter() - started >= limit:
+            return _failed(f"item timed out after {limit:g}s")
+        return _failed(f"TimeoutError: {exc}")
+    except Exception as exc:  # a model or graph failure is this item's, not the run's
+        return _failed(f"{type(exc).__name__}: {exc}")
+    if not isinstance(out, dict):
+        return _failed(f"pipeline returned {type(out).__name__}, not a dict")
+    status = out.get("status") or ("ok" if out.get("sql") else "failed")
+    return {
+        "prediction": str(out.get("sql") or ""),
+        "status": status,
+        "attempts": int(out.get("attempts") or 0),
+        "selector_used": bool(out.get("selector_used")),
+        "usage": out.get("usage") or {},
+        "error": out.get("error"),
+        "outcome": out.get("outcome"),
+    }
+
+
+def _failed(error: str) -> dict[str, Any]:
+    return {
+        "prediction": "",
+        "status": "failed",
+        "attempts": 0,
+        "selector_used": False,
+        "usage": {},
+        "error": error,
+        "outcome": None,
+    }
+
+
+async def run_eval(
+    options: EvalOptions,
+    *,
+    graph: Any = None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Run (or resume) an eval; `graph` overrides the pipeline named in `options`."""
+    started = time.perf_counter()
+    dataset = load_dataset(options.dataset, options.data_dir, options.split, db_url=options.db_url)
+    items = dataset.items[: options.limit] if options.limit else dataset.items
+    out = Path(options.out).expanduser()
+    records = _prepare_out_dir(options, out)
+    _write_run_file(out, options, started=True)
+
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(
+        max_workers=options.concurrency + 4, thread_name_prefix="macsql-eval"
+    )
+    loop.set_default_executor(executor)
+    if not options.gold and graph is None:
+        if options.cache:
+            enable_llm_cache(options.cache)
+        graph = resolve_pipeline(options.pipeline)
+    context = None if options.gold else build_context(options)
+    scorer = Scorer(dataset.name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+
+    writer = _ResultsWriter(out / RESULTS_FILE)
+    pending = [item for item in items if item.index not in records]
+    done_scope = [records[i.index] for i in items if i.index in records]
+    progress = _Progress(
+        options.progress,
+        len(items),
+        len(done_scope),
+        correct=sum(1 for r in done_scope if r.get("correct")),
+        scored=sum(1 for r in done_scope if r.get("correct") is not None),
+        failed=sum(1 for r in done_scope if r.get("status") == "failed"),
+    )
+
+    def finish(record: dict[str, Any]) -> None:
+        writer.write(record)
+        records[record["index"]] = record
+        progress.advance(record)
+        if on_record is not None:
+            on_record(record)
+
+    semaphore = asyncio.Semaphore(max(1, options.concurrency))
+
+    async def one(item: EvalItem) -> None:
+        async with semaphore:
+            t0 = time.perf_counter()
+            record = {**_base_record(item), **await _predict(item, options, graph, context)}
+            try:
+                score: ItemScore = await loop.run_in_executor(
+                    None, scorer.score, item, record["prediction"]
+                )
+                record.update(correct=score.correct, reason=score.reason, detail=score.detail)
+            except Exception as exc:  # scoring must not stop the run either
+                record.update(
+                    correct=False, reason="scoring_error", detail=f"{type(exc).__name__}: {exc}"
+                )
+            record["elapsed_s"] = round(time.perf_counter() - t0, 4)
+            finish(record)
+
+    try:
+        for item in pending:
+            if item.skipped:
+                finish(_skipped_record(item))
+        await asyncio.gather(*(one(item) for item in pending if not item.skipped))
+    finally:
+        progress.stop()
+        writer.close()
+
+    scope = [records[i.index] for i in items if i.index in records]
+    ratios: dict[int, float] | None = None
+    if dataset.name == "bird" and options.ves_iterations > 0:
+        ratios = await loop.run_in_executor(
+            None, _ves_ratios, scorer, items, records, options.ves_iterations
+        )
+    wall = time.perf_counter() - started
+    run_info = _write_run_file(out, options, started=False, wall=wall)
+    summary = build_summary(
+        dataset,
+        scope,
+        options=options,
+        wall_time_s=wall,
+        wall_time_total_s=run_info.get("wall_time_total_s", wall),
+        ves_ratios=ratios,
+    )
+    _write_predictions(dataset, items, records, out)
+    write_reports(out, summary, dataset.levels)
+    executor.shutdown(wait=False)
+    return RunResult(out, summary, {r["index"]: r for r in scope})
+
+
+def _ves_ratios(
+    scorer: Scorer, items: list[EvalItem], records: dict[int, dict[str, Any]], iterations: int
+) -> dict[int, float]:
+    pairs = [(item, records[item.index]["prediction"]) for item in items if item.index in records]
+    scores = [
+        item_score_from_json({**records[item.index], "hardness": item.level}) for item, _ in pairs
+    ]
+    return time_ratios(scorer, pairs, scores, iterations)
+
+
+def _write_predictions(
+    dataset: Dataset, items: list[EvalItem], records: dict[int, dict[str, Any]], out: Path
+) -> Path:
+    def sql_of(item: EvalItem) -> str:
+        return (records.get(item.index) or {}).get("prediction") or ""
+
+    if dataset.name == "bird":
+        return write_bird_predictions(
+            out / f"predict_{dataset.split}.json",
+            {item.index: (sql_of(item), item.db_id) for item in items},
+        )
+    return write_spider_predictions(out / "pred.sql", [sql_of(item) for item in items])
+
+
+def _write_run_file(
+    out: Path, options: EvalOptions, *, started: bool, wall: float = 0.0
+) -> dict[str, Any]:
+    path = out / RUN_FILE
+    info: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            info = {}
+    options_json = {k: v for k, v in asdict(options).items() if k != "api_key"}
+    info.update(options.identity())
+    info["options"] = options_json
+    if started:
+        info["invocations"] = int(info.get("invocations", 0)) + 1
+    else:
+        info["wall_time_total_s"] = round(float(info.get("wall_time_total_s", 0.0)) + wall, 3)
+    tmp = path.with_name(RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return info
+
+
+def run_eval_sync(options: EvalOptions, *, graph: Any = None) -> RunResult:
+    """`run_eval` in a fresh event loop."""
+    return asyncio.run(run_eval(options, graph=graph))

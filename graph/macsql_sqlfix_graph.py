@@ -1,0 +1,50 @@
+"""SQLFixAgent as a repair stage after MAC-SQL: `macsql` writes the SQL, `sqlfix` checks it.
+
+    macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → done
+
+Both stages are the registered graphs themselves, embedded as subgraphs through their narrow
+input and output schemas: macsql's output key `sql` is sqlfix's input key `sql`. When macsql
+ends with no SQL at all (the model unreachable, or no reply with SQL), there is nothing to review
+and the run ends there. The output is sqlfix's; `usage` adds up both stages' model calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from macsql.graph.context import Context
+from macsql.graph.macsql_graph import graph as macsql_graph
+from macsql.graph.sqlfix_graph import SqlFixOutput
+from macsql.graph.sqlfix_graph import graph as sqlfix_graph
+from macsql.graph.state import MacSqlInput
+
+
+class MacSqlSqlFixState(MacSqlInput, SqlFixOutput, total=False):
+    """The keys the two stages exchange."""
+
+
+def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "__end__"]:
+    return "sqlfix" if (state.get("sql") or "").strip() else END
+
+
+def build_macsql_sqlfix_graph() -> StateGraph[
+    MacSqlSqlFixState, Context, MacSqlInput, SqlFixOutput
+]:
+    builder: Any = StateGraph(
+        MacSqlSqlFixState,
+        context_schema=Context,
+        input_schema=MacSqlInput,
+        output_schema=SqlFixOutput,
+    )
+    builder.add_node("macsql", macsql_graph)
+    builder.add_node("sqlfix", sqlfix_graph)
+    builder.add_edge(START, "macsql")
+    builder.add_conditional_edges("macsql", route_after_macsql)
+    builder.add_edge("sqlfix", END)
+    return builder
+
+
+builder = build_macsql_sqlfix_graph()
+graph = builder.compile(name="macsql+sqlfix")

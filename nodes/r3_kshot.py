@@ -1,0 +1,248 @@
+"""R^3's k-shot examples: the training questions most similar to the question, with their SQL.
+
+The default similarity is lexical (Okapi BM25 over word tokens): it works offline and needs no
+model. Any langchain `Embeddings` can replace it (cosine similarity of question embeddings, as
+in the paper), by name through `Context.few_shot_embeddings`, or directly through
+`FewShotSelector(examples, embeddings=...)`.
+
+`BM25Index` is also what SQLFixAgent's repair memory uses to find similar past repairs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.runtime import Runtime
+
+from macsql.graph.context import Context, context_of
+from macsql.nodes.events import emit
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+# Words so common in questions that they say nothing about which examples are alike.
+_STOPWORD_TEXT = """
+a an the of in on at to for by with and or is are was were be been what which who whom
+whose how many much do does did that this these those there their its it as from all each
+every me show list give find return
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def _fold(token: str) -> str:
+    """A light plural folding, so that 'singers' matches 'singer'."""
+    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens, plurals folded, without the commonest question words."""
+    return [_fold(t) for t in _TOKEN.findall((text or "").lower()) if t not in _STOPWORDS]
+
+
+class BM25Index:
+    """Okapi BM25 over a fixed list of documents (k1=1.5, b=0.75)."""
+
+    def __init__(self, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self._docs = [Counter(tokenize(d)) for d in documents]
+        self._lengths = [sum(c.values()) for c in self._docs]
+        self._avg = (sum(self._lengths) / len(self._lengths)) if self._lengths else 0.0
+        df: Counter[str] = Counter()
+        for doc in self._docs:
+            df.update(doc.keys())
+        n = len(self._docs)
+        self._idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def scores(self, query: str) -> list[float]:
+        terms = tokenize(query)
+        out = []
+        for doc, length in zip(self._docs, self._lengths, strict=True):
+            norm = self.k1 * (1 - self.b + self.b * length / self._avg) if self._avg else self.k1
+            score = 0.0
+            for term in terms:
+                tf = doc.get(term, 0)
+                if tf:
+                    score += self._idf[term] * tf * (self.k1 + 1) / (tf + norm)
+            out.append(score)
+        return out
+
+    def top(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The `k` best (index, score) pairs, best first; ties keep the documents' order."""
+        ranked = sorted(enumerate(self.scores(query)), key=lambda item: (-item[1], item[0]))
+        return ranked[: max(k, 0)]
+
+
+@dataclass(frozen=True)
+class FewShotExample:
+    question: str
+    sql: str
+    db_id: str = ""
+    evidence: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "question": self.question,
+            "sql": self.sql,
+            "db_id": self.db_id,
+            "evidence": self.evidence,
+        }
+
+
+def load_pool(path: str | Path) -> list[FewShotExample]:
+    """Examples from a Spider (`query`) or BIRD (`SQL`) style JSON list."""
+    items = json.loads(Path(path).expanduser().read_text("utf-8"))
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: expected a JSON list of examples")
+    pool = []
+    for item in items:
+        question = str(item.get("question") or "").strip()
+        sql = str(item.get("query") or item.get("SQL") or item.get("sql") or "").strip()
+        if question and sql:
+            pool.append(
+                FewShotExample(
+                    question=question,
+                    sql=" ".join(sql.split()),
+                    db_id=str(item.get("db_id") or ""),
+                    evidence=str(item.get("evidence") or "").strip(),
+                )
+            )
+    return pool
+
+
+class FewShotSelector:
+    """Picks the examples whose questions are most like a new question."""
+
+    def __init__(
+        self, examples: Sequence[FewShotExample], embeddings: Embeddings | None = None
+    ) -> None:
+        self.examples = list(examples)
+        self.embeddings = embeddings
+        self._index: BM25Index | None = None
+        self._vectors: list[list[float]] | None = None
+        self._lock = threading.Lock()
+
+    def _ensure_ready(self) -> None:
+        with self._lock:
+            if self.embeddings is None and self._index is None:
+                self._index = BM25Index([e.question for e in self.examples])
+            if self.embeddings is not None and self._vectors is None:
+                self._vectors = self.embeddings.embed_documents([e.question for e in self.examples])
+
+    def select(self, question: str, k: int) -> list[FewShotExample]:
+        """The `k` most similar examples, most similar first; the question itself is skipped."""
+        if k <= 0 or not self.examples:
+            return []
+        self._ensure_ready()
+        if self.embeddings is not None:
+            assert self._vectors is not None
+            query = self.embeddings.embed_query(question)
+            scores = [_cosine(query, v) for v in self._vectors]
+        else:
+            assert self._index is not None
+            scores = self._index.scores(question)
+        asked = " ".join(question.lower().split())
+        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        chosen: list[FewShotExample] = []
+        seen: set[str] = set()
+        for i in ranked:
+            example = self.examples[i]
+            text = " ".join(example.question.lower().split())
+            # The question itself would leak its answer; a repeated question adds nothing.
+            if text == asked or text in seen:
+                continue
+            seen.add(text)
+            chosen.append(example)
+            if len(chosen) == k:
+                break
+        return chosen
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+_registered_embeddings: dict[str, Embeddings] = {}
+_selectors: dict[tuple[str, float, str], FewShotSelector] = {}
+_selectors_lock = threading.Lock()
+
+
+def register_embeddings(name: str, embeddings: Embeddings) -> None:
+    """Make `Context.few_shot_embeddings = name` use an existing Embeddings object."""
+    with _selectors_lock:
+        _registered_embeddings[name] = embeddings
+        for key in [k for k in _selectors if k[2] == name]:
+            del _selectors[key]
+
+
+def unregister_embeddings(name: str) -> None:
+    with _selectors_lock:
+        _registered_embeddings.pop(name, None)
+        for key in [k for k in _selectors if k[2] == name]:
+            del _selectors[key]
+
+
+def _embeddings_named(name: str) -> Embeddings:
+    if name in _registered_embeddings:
+        return _registered_embeddings[name]
+    from langchain.embeddings import init_embeddings
+
+    return init_embeddings(name)
+
+
+def selector_for(pool_path: str, embeddings_name: str | None = None) -> FewShotSelector:
+    """One selector per pool file (and embeddings), built once and reused across questions."""
+    path = Path(pool_path).expanduser().resolve()
+    key = (str(path), path.stat().st_mtime, embeddings_name or "")
+    with _selectors_lock:
+        cached = _selectors.get(key)
+    if cached is not None:
+        return cached
+    embeddings = _embeddings_named(embeddings_name) if embeddings_name else None
+    selector = FewShotSelector(load_pool(path), embeddings)
+    with _selectors_lock:
+        return _selectors.setdefault(key, selector)
+
+
+def format_examples(examples: Iterable[dict[str, Any]]) -> str:
+    """The examples as the writer sees them: question (and evidence), then SQL."""
+    blocks = []
+    for i, ex in enumerate(examples, 1):
+        lines = [f"Example {i} (database {ex.get('db_id') or 'unknown'})"]
+        lines.append(f"Question: {ex['question']}")
+        if ex.get("evidence"):
+            lines.append(f"Evidence: {ex['evidence']}")
+        lines.append(f"```sql\n{ex['sql']}\n```")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def kshot_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """Choose `k_shot` examples from `few_shot_pool`; nothing when either is unset."""
+    context = context_of(runtime)
+    if context.k_shot <= 0 or not context.few_shot_pool:
+        return {"few_shots": [], "few_shot_error": None}
+    emit(runtime, "kshot", "start", k=context.k_shot, pool=context.few_shot_pool)
+    try:
+        selector = selector_for(context.few_shot_pool, context.few_shot_embeddings)
+        chosen = selector.select(state.get("question") or "", context.k_shot)
+    except Exception as exc:  # missing file, bad JSON, embeddings unreachable
+        message = f"k-shot examples unavailable: {type(exc).__name__}: {exc}"
+        emit(runtime, "kshot", "error", error=message)
+        return {"few_shots": [], "few_shot_error": message}
+    emit(runtime, "kshot", "done", questions=[e.question for e in chosen])
+    return {"few_shots": [e.to_dict() for e in chosen], "few_shot_error": None}

@@ -1,0 +1,108 @@
+"""R^3's reviewers: professions generated from the schema and the SQL, reviews in parallel.
+
+`persona_node` asks a model once for `Context.num_reviewers` professions. `review_sends` fans the
+review out with one `Send` per reviewer; each `reviewer_node` gets its profession as the system
+prompt and comments on the SQL and its result table. The reviews are collected by a reducer and
+read by the writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from macsql.graph.context import Context, context_of
+from macsql.llm.calls import call_model
+from macsql.nodes.decomposer import model_failure
+from macsql.nodes.events import emit
+from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.replies import extract_json_object
+from macsql.nodes.sqlfix_reviewer import render_result
+from macsql.prompts import render_prompt
+
+# Used only when the persona reply cannot be read, so a review still happens.
+FALLBACK_PERSONAS = (
+    "senior database engineer who checks every clause, join and key of a query",
+    "data analyst who knows this domain and checks that the result answers the question",
+    "quality engineer who checks filters, values, NULLs and edge cases in the result",
+)
+
+_REVIEW_KEYS = (
+    "question",
+    "evidence",
+    "db_name",
+    "dialect",
+    "schema_text",
+    "foreign_keys_text",
+    "last_execution",
+)
+
+
+def parse_personas(text: str, n: int) -> list[str]:
+    found = extract_json_object(text) or {}
+    items = found.get("reviewers") or found.get("personas") or found.get("professions") or []
+    out: list[str] = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):  # {"profession": ..., "focus": ...}
+            item = ", ".join(str(v) for v in item.values() if v)
+        persona = " ".join(str(item).split())
+        if persona and persona.lower() not in {p.lower() for p in out}:
+            out.append(persona)
+    return out[:n]
+
+
+def persona_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    context = context_of(runtime)
+    n = max(context.num_reviewers, 1)
+    sql = (state.get("last_execution") or {}).get("sql") or ""
+    emit(runtime, "persona", "start", reviewers=n)
+    prompt = render_prompt("r3_persona", **prompt_inputs(state, context), sql=sql, n=n)
+    reply = call_model(context, "persona", prompt)
+    if reply.failed:
+        emit(runtime, "persona", "error", error=reply.error)
+        return {**model_failure(reply.error or ""), "usage": reply.usage}
+    personas = parse_personas(reply.text, n)
+    fallback = None
+    if len(personas) < n:
+        fallback = f"the reply named {len(personas)} of {n} reviewers; the rest are defaults"
+        personas += [p for p in FALLBACK_PERSONAS if p not in personas]
+        while len(personas) < n:  # more reviewers than defaults: number the repeats
+            k = len(personas)
+            personas.append(f"{FALLBACK_PERSONAS[k % len(FALLBACK_PERSONAS)]} (reviewer {k + 1})")
+        personas = personas[:n]
+    emit(runtime, "persona", "done", personas=personas, fallback=fallback)
+    return {"personas": personas, "persona_fallback": fallback, "usage": reply.usage}
+
+
+def review_sends(state: dict[str, Any]) -> list[Send]:
+    """One review task per reviewer, for the current round."""
+    round_no = state.get("review_turns", 0) + 1
+    shared = {k: state.get(k) for k in _REVIEW_KEYS}
+    return [
+        Send("reviewer", {**shared, "persona": persona, "index": i, "round": round_no})
+        for i, persona in enumerate(state.get("personas") or [])
+    ]
+
+
+def reviewer_node(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """One reviewer's comments on the SQL and its result table."""
+    context = context_of(runtime)
+    record = task.get("last_execution") or {}
+    persona = task["persona"]
+    review = {"round": task["round"], "index": task["index"], "persona": persona}
+    emit(runtime, "reviewer", "start", round=task["round"], reviewer=task["index"] + 1)
+    prompt = render_prompt(
+        "r3_reviewer",
+        **prompt_inputs(task, context),
+        sql=record.get("sql") or "",
+        result=render_result(record, max_rows=min(context.max_rows, 20)),
+    )
+    system = render_prompt("r3_reviewer_system", persona=persona).strip()
+    reply = call_model(context, "reviewer", prompt, system=system)
+    if reply.failed:
+        emit(runtime, "reviewer", "error", reviewer=task["index"] + 1, error=reply.error)
+        return {"reviews": [{**review, "comment": "", "error": reply.error}], "usage": reply.usage}
+    emit(runtime, "reviewer", "done", round=task["round"], reviewer=task["index"] + 1)
+    return {"reviews": [{**review, "comment": reply.text}], "usage": reply.usage}

@@ -1,0 +1,211 @@
+"""R^3's SQL writer: it writes, debugs on execution errors, and revises or rebuts after review.
+
+The writer keeps its dialogue history H (the task, its replies, the database errors and the
+reviews) in the state. H = [(question, schema), y]; an error e gives H + e → y'; the reviews r
+give H + r → y''. The history sent to the model is cut to `Context.history_char_budget`
+characters: the task message always stays, and the oldest turns go first.
+
+Consensus: the writer's revised SQL equals the SQL under review, after sqlglot normalisation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from macsql.graph.context import Context, context_of
+from macsql.llm.calls import call_model
+from macsql.nodes.decomposer import model_failure, no_sql_execution
+from macsql.nodes.events import emit
+from macsql.nodes.executor import final_fields
+from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.r3_kshot import format_examples
+from macsql.nodes.replies import extract_sql
+from macsql.nodes.sqlfix_reviewer import ran, render_result
+from macsql.prompts import render_prompt
+
+AGENT = "writer"
+
+Message = dict[str, str]
+
+
+def normalise_sql(sql: str, dialect: str | None = None) -> str:
+    """A canonical text for comparing queries: sqlglot's rendering, identifiers lower-cased.
+
+    SQL that sqlglot cannot parse falls back to its whitespace-collapsed, lower-cased text.
+    """
+    text = (sql or "").strip().rstrip(";").strip()
+    read = dialect if dialect in ("sqlite", "postgres", "mysql", "tsql", "duckdb") else None
+    try:
+        tree = sqlglot.parse_one(text, read=read)
+        text = tree.sql(dialect=read, normalize=True, comments=False)
+    except Exception:  # sqlglot.ParseError, TokenError, or an unsupported construct
+        pass
+    return " ".join(text.lower().split())
+
+
+def same_sql(a: str, b: str, dialect: str | None = None) -> bool:
+    return normalise_sql(a, dialect) == normalise_sql(b, dialect)
+
+
+def truncate_history(history: list[Message], budget: int) -> tuple[list[Message], int]:
+    """The messages to send, within `budget` characters, and how many were left out.
+
+    The first message (the task, with the schema) and the last one are always kept; between
+    them the newest turns are kept first. The kept tail starts with a reply of the writer, so
+    the roles keep alternating.
+    """
+    if len(history) <= 2:
+        return list(history), 0
+    first, middle, last = history[0], history[1:-1], history[-1]
+    used = len(first["content"]) + len(last["content"])
+    kept: list[Message] = []
+    for message in reversed(middle):
+        if used + len(message["content"]) > budget:
+            break
+        kept.insert(0, message)
+        used += len(message["content"])
+    while kept and kept[0]["role"] != "assistant":
+        kept.pop(0)
+    return [first, *kept, last], len(middle) - len(kept)
+
+
+def to_messages(history: list[Message]) -> list[BaseMessage]:
+    return [
+        AIMessage(m["content"]) if m["role"] == "assistant" else HumanMessage(m["content"])
+        for m in history
+    ]
+
+
+def task_message(state: dict[str, Any], context: Context) -> str:
+    shots = state.get("few_shots") or []
+    examples = ""
+    if shots:
+        examples = (
+            "Examples of questions about other databases, with their SQL:\n\n"
+            + format_examples(shots)
+            + "\n\nNow the question to answer.\n"
+        )
+    reasoning = render_prompt(
+        "r3_reasoning_pot" if context.program_of_thoughts else "r3_reasoning_cot"
+    ).strip()
+    return render_prompt(
+        "r3_writer", **prompt_inputs(state, context), examples=examples, reasoning=reasoning
+    )
+
+
+def _ask(
+    state: dict[str, Any],
+    runtime: Runtime[Context],
+    history: list[Message],
+    phase: str,
+) -> tuple[dict[str, Any], str | None, str | None]:
+    """Send the (truncated) history; the update, the reply's SQL, and the reply (None if failed)."""
+    context = context_of(runtime)
+    sent, dropped = truncate_history(history, context.history_char_budget)
+    emit(runtime, AGENT, "start", step=phase, messages=len(sent), dropped=dropped)
+    reply = call_model(context, AGENT, to_messages(sent))
+    if reply.failed:
+        emit(runtime, AGENT, "error", step=phase, error=reply.error)
+        update = {**model_failure(reply.error or ""), "usage": reply.usage, "history": history}
+        if not state.get("tries"):
+            update["error"] = reply.error
+        return update, None, None
+    sql = extract_sql(reply.text)
+    emit(runtime, AGENT, "done", step=phase, sql=sql)
+    history = [*history, {"role": "assistant", "content": reply.text}]
+    update = {"usage": reply.usage, "history": history, "history_dropped": dropped}
+    return update, sql, reply.text
+
+
+def _with_candidate(update: dict[str, Any], sql: str | None, reply: str) -> dict[str, Any]:
+    update["candidate_sql"] = sql or ""
+    if sql is None:
+        update["last_execution"] = no_sql_execution(reply)
+    return update
+
+
+def writer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """y = LLM(x, S); H = [(x, S), y]."""
+    context = context_of(runtime)
+    history: list[Message] = [{"role": "user", "content": task_message(state, context)}]
+    update, sql, reply = _ask(state, runtime, history, "write")
+    base = {
+        "debug_turns": 0,
+        "review_turns": 0,
+        "consensus": False,
+        "personas": [],
+        "reviews": None,  # clears the reviews of an earlier question in the same thread
+    }
+    if reply is None:
+        return {**base, **update}
+    return {**base, **_with_candidate(update, sql, reply)}
+
+
+def writer_debug_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """H ← H + e; y' = LLM(H); H ← H + y'."""
+    failed = state.get("last_execution") or {}
+    turn = state.get("debug_turns", 0) + 1
+    error = render_prompt(
+        "r3_writer_debug",
+        outcome=failed.get("outcome", "unknown"),
+        error_class=failed.get("error_class") or "none",
+        error=failed.get("error") or "none",
+    )
+    history = [*(state.get("history") or []), {"role": "user", "content": error}]
+    update, sql, reply = _ask(state, runtime, history, f"debug {turn}")
+    update["debug_turns"] = turn
+    if reply is None:
+        return update
+    return _with_candidate(update, sql, reply)
+
+
+def round_reviews(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reviews of the current round, in reviewer order."""
+    current = state.get("review_turns", 0) + 1
+    found = [r for r in state.get("reviews") or [] if r.get("round") == current]
+    return sorted(found, key=lambda r: r.get("index", 0))
+
+
+def format_reviews(reviews: list[dict[str, Any]]) -> str:
+    return "\n\n".join(
+        f"Reviewer {i} ({r['persona']}):\n{r['comment'].strip()}" for i, r in enumerate(reviews, 1)
+    )
+
+
+def writer_revise_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """H ← H + r; y'' = LLM(H); H ← H + y''. Same SQL as reviewed (normalised): consensus."""
+    reviewed = state.get("last_execution") or {}
+    turn = state.get("review_turns", 0) + 1
+    reviews = [r for r in round_reviews(state) if r.get("comment")]
+    if not reviews:
+        errors = "; ".join(r.get("error") or "" for r in round_reviews(state))
+        message = f"every reviewer failed in round {turn}: {errors or 'no reviews'}"
+        emit(runtime, AGENT, "error", step="revise", error=message)
+        return {"fatal": True, "model_error": message, "review_turns": turn}
+    feedback = render_prompt(
+        "r3_writer_revise",
+        result=render_result(reviewed),
+        count=len(reviews),
+        reviews=format_reviews(reviews),
+    )
+    history = [*(state.get("history") or []), {"role": "user", "content": feedback}]
+    update, sql, reply = _ask(state, runtime, history, f"revise {turn}")
+    update["review_turns"] = turn
+    if reply is None:
+        return update
+    previous = reviewed.get("sql") or ""
+    # A rebuttal that does not restate the query keeps it: that is agreement too.
+    agreed = sql is None or same_sql(sql, previous, state.get("dialect"))
+    emit(runtime, AGENT, "consensus" if agreed else "revised", round=turn, sql=sql or previous)
+    if agreed:
+        update.update(consensus=True, candidate_sql="")
+        last = (state.get("tries") or [None])[-1]
+        if last is not None and ran(last):
+            update.update(final_fields([last]))  # the agreed SQL, as executed
+        return update
+    update["candidate_sql"] = sql
+    return update

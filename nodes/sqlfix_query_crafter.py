@@ -1,0 +1,122 @@
+"""SQLFixAgent's QueryCrafter: paraphrase the question, ask the SQLTool for a query per wording.
+
+The paraphrases perturb the generator's input, so its candidates differ more than beam search
+alone would make them. Candidates that do not execute are dropped, and candidates with the same
+result are kept once, so the SQLRefiner chooses between different answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from macsql.graph.context import Context, context_of
+from macsql.llm.calls import Usage, call_model, merge_usage
+from macsql.nodes.decomposer import model_failure
+from macsql.nodes.events import emit
+from macsql.nodes.executor import execute_and_analyse
+from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.replies import extract_json_object
+from macsql.nodes.sqlfix_reviewer import PREVIEW_ROWS, ran
+from macsql.nodes.sqlfix_sql_tool import generate_sql
+from macsql.prompts import render_prompt
+
+AGENT = "query_crafter"
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
+
+
+def parse_paraphrases(text: str, question: str, n: int) -> list[str]:
+    """Up to `n` distinct rewordings, none equal to the question itself."""
+    found = extract_json_object(text)
+    items: list[Any] = []
+    if found is not None:
+        value = found.get("paraphrases") or found.get("questions") or []
+        items = value if isinstance(value, list) else []
+    if not items:  # a numbered or bulleted list instead of JSON
+        items = [m.group(1) for m in map(_LIST_ITEM.match, (text or "").splitlines()) if m]
+    out: list[str] = []
+    seen = {" ".join(question.lower().split())}
+    for item in items:
+        wording = " ".join(str(item).split()).strip().strip('"')
+        key = wording.lower()
+        if wording and key not in seen:
+            seen.add(key)
+            out.append(wording)
+    return out[: max(n, 0)]
+
+
+def result_key(record: dict[str, Any]) -> str:
+    """Results compare by their rows in order (column names aside): an ORDER BY can be the very
+    difference the question cares about, so two orders of the same rows stay two candidates."""
+    rows = record.get("rows") or []
+    return json.dumps([record.get("row_count", len(rows)), rows], default=str)
+
+
+def query_crafter_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    context = context_of(runtime)
+    question = (state.get("question") or "").strip()
+    n = max(context.num_paraphrases, 0)
+    emit(runtime, "query_crafter", "start", paraphrases=n)
+    usage: Usage = {}
+    paraphrases: list[str] = []
+    if n:
+        prompt = render_prompt("sqlfix_query_crafter", **prompt_inputs(state, context), n=n)
+        reply = call_model(context, AGENT, prompt)
+        usage = merge_usage(usage, reply.usage)
+        if reply.failed:
+            emit(runtime, "query_crafter", "error", error=reply.error)
+            return {**model_failure(reply.error or ""), "usage": usage}
+        paraphrases = parse_paraphrases(reply.text, question, n)
+    original = state.get("last_execution") or {}
+    original_key = result_key(original) if ran(original) else None
+    candidates: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for wording in paraphrases:
+        generated = generate_sql(state, runtime, question=wording)
+        usage = merge_usage(usage, generated.usage)
+        if generated.error is not None or not generated.sql:
+            reason = generated.error or "the SQL generator's reply held no SQL"
+            dropped.append({"question": wording, "sql": generated.sql or "", "reason": reason})
+            continue
+        record = execute_and_analyse(state["db"], generated.sql, context)
+        if not ran(record):
+            dropped.append(
+                {"question": wording, "sql": generated.sql, "reason": record.get("error") or ""}
+            )
+            continue
+        key = result_key(record)
+        if key in seen:
+            candidates[seen[key]]["paraphrases"].append(wording)
+            continue
+        seen[key] = len(candidates)
+        candidates.append(
+            {
+                "sql": generated.sql,
+                "paraphrases": [wording],
+                "outcome": record["outcome"],
+                "columns": record.get("columns", []),
+                "rows": (record.get("rows") or [])[:PREVIEW_ROWS],
+                "row_count": record.get("row_count", 0),
+                "truncated": record.get("truncated", False),
+                "error": record.get("error"),
+                "same_result_as_original": key == original_key,
+            }
+        )
+    emit(
+        runtime,
+        "query_crafter",
+        "done",
+        paraphrases=paraphrases,
+        candidates=[c["sql"] for c in candidates],
+        dropped=len(dropped),
+    )
+    return {
+        "paraphrases": paraphrases,
+        "candidates": candidates,
+        "dropped_candidates": dropped,
+        "usage": usage,
+    }

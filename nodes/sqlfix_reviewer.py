@@ -1,0 +1,120 @@
+"""SQLFixAgent's SQLReviewer: execution first, then rubber-duck review against the question.
+
+The executor has already run the SQL. A syntax or execution error (or a reply with no SQL) is a
+detected error with no model call. A query that ran is explained clause by clause by the model,
+which ends with a verdict: `pass` keeps the SQL as final, `error` starts the repair.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from macsql.database.execution import Outcome
+from macsql.graph.context import Context, context_of
+from macsql.llm.calls import call_model
+from macsql.nodes.decomposer import model_failure
+from macsql.nodes.events import emit
+from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.replies import extract_json_object
+from macsql.prompts import render_prompt
+
+AGENT = "reviewer"
+PREVIEW_ROWS = 10
+
+_PASS_WORDS = {"pass", "passed", "correct", "ok", "yes", "approve", "approved"}
+_ERROR_WORDS = {"error", "incorrect", "wrong", "fail", "failed", "no", "reject", "rejected"}
+_VERDICT_LINE = re.compile(r"verdict\W{0,5}([a-z]+)", re.I)
+
+
+def ran(record: dict[str, Any] | None) -> bool:
+    """True when the execution record is of SQL that executed (rows or not)."""
+    try:
+        return Outcome((record or {}).get("outcome", "")).ran
+    except ValueError:
+        return False
+
+
+def render_result(record: dict[str, Any] | None, max_rows: int = PREVIEW_ROWS) -> str:
+    """An execution record as agents read it: a small table, or what went wrong."""
+    record = record or {}
+    outcome = record.get("outcome", "not run")
+    if not ran(record):
+        return f"the query failed ({outcome}): {record.get('error') or 'no message'}"
+    rows = record.get("rows") or []
+    total = record.get("row_count", len(rows))
+    if not rows:
+        return "the query ran and returned no rows"
+    columns = [str(c) for c in record.get("columns") or []] or [
+        f"col{i + 1}" for i in range(len(rows[0]))
+    ]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows[:max_rows]:
+        lines.append("| " + " | ".join("NULL" if v is None else str(v) for v in row) + " |")
+    shown = min(len(rows), max_rows)
+    more = "+" if record.get("truncated") else ""
+    note = f"{total}{more} row(s)" + (f", first {shown} shown" if shown < total or more else "")
+    if outcome == Outcome.NULL_RESULT:
+        note += "; the result contains NULL values"
+    return note + "\n" + "\n".join(lines)
+
+
+def parse_verdict(text: str) -> tuple[str, str] | None:
+    """('pass' | 'error', reason) from the reviewer's reply, or None when it gave none."""
+    found = extract_json_object(text)
+    if found is not None:
+        word = str(found.get("verdict", "")).strip().lower()
+        reason = str(found.get("reason") or "").strip()
+        if word in _PASS_WORDS:
+            return "pass", reason
+        if word in _ERROR_WORDS:
+            return "error", reason
+    for match in reversed(_VERDICT_LINE.findall(text or "")):
+        word = match.lower()
+        if word in _PASS_WORDS:
+            return "pass", ""
+        if word in _ERROR_WORDS:
+            return "error", ""
+    return None
+
+
+def sql_reviewer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    context = context_of(runtime)
+    record = state.get("last_execution") or {}
+    sql = record.get("sql") or state.get("original_sql") or ""
+    if not ran(record):
+        review = {
+            "verdict": "error",
+            "source": "execution",
+            "reason": f"the query did not execute ({record.get('outcome', 'not run')}): "
+            f"{record.get('error') or 'no message'}",
+        }
+        emit(runtime, "sql_reviewer", "done", **review)
+        return {"review": review, "original_sql": sql}
+    emit(runtime, "sql_reviewer", "start", sql=sql)
+    prompt = render_prompt(
+        "sqlfix_reviewer", **prompt_inputs(state, context), sql=sql, result=render_result(record)
+    )
+    reply = call_model(context, AGENT, prompt)
+    if reply.failed:
+        emit(runtime, "sql_reviewer", "error", error=reply.error)
+        return {**model_failure(reply.error or ""), "usage": reply.usage, "original_sql": sql}
+    verdict = parse_verdict(reply.text)
+    if verdict is None:
+        # No verdict means no error was detected: the executed SQL stands, and we say why.
+        review = {
+            "verdict": "pass",
+            "source": "unparsed",
+            "reason": "the review gave no verdict; the executed SQL is kept",
+        }
+    else:
+        review = {"verdict": verdict[0], "source": "model", "reason": verdict[1]}
+    review["explanation"] = reply.text
+    emit(runtime, "sql_reviewer", "done", verdict=review["verdict"], reason=review["reason"])
+    return {"review": review, "original_sql": sql, "usage": reply.usage}
+
+
+def review_passed(state: dict[str, Any]) -> bool:
+    return (state.get("review") or {}).get("verdict") == "pass"

@@ -1,0 +1,109 @@
+"""SQLFixAgent's SQLTool (the SQL generator) and the graph's entry node.
+
+The SQLTool writes the first SQL when the caller gave none, and one candidate per paraphrase for
+the QueryCrafter. `Context.sql_generator` chooses it: `"decomposer"` reuses MAC-SQL's Decomposer
+node as it is (prompt, model, events, usage); any other value names a chat model that gets a
+plain text-to-SQL prompt, the way the paper plugs in a fine-tuned text-to-SQL model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from macsql.graph.context import Context, context_of
+from macsql.llm.calls import Usage, call_model
+from macsql.nodes.decomposer import NO_SQL_MESSAGE, decomposer_node, model_failure, no_sql_execution
+from macsql.nodes.events import emit
+from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.replies import extract_sql
+from macsql.nodes.schema_loader import load_schema_node
+from macsql.prompts import render_prompt
+
+DECOMPOSER = "decomposer"
+SQL_TOOL_AGENT = "sql_tool"
+
+
+@dataclass
+class GeneratedSql:
+    """One SQLTool answer: the SQL (None when the reply held none), the reply, the usage."""
+
+    sql: str | None
+    text: str
+    usage: Usage
+    error: str | None = None
+    """Set when the model could not be reached."""
+
+
+def generate_sql(
+    state: dict[str, Any], runtime: Runtime[Context], question: str | None = None
+) -> GeneratedSql:
+    """Ask the SQLTool for a query answering `question` (default: the state's question)."""
+    context = context_of(runtime)
+    asked = {**state, "question": question if question is not None else state.get("question")}
+    if context.sql_generator.strip().lower() == DECOMPOSER:
+        update = decomposer_node(asked, runtime)
+        return GeneratedSql(
+            sql=update.get("candidate_sql") or None,
+            text=update.get("decomposition", ""),
+            usage=update.get("usage") or {},
+            error=update.get("model_error") if update.get("fatal") else None,
+        )
+    emit(runtime, SQL_TOOL_AGENT, "start", model=context.sql_generator)
+    tool_context = replace(context, model=context.sql_generator)
+    reply = call_model(
+        tool_context,
+        SQL_TOOL_AGENT,
+        render_prompt("sqlfix_sql_tool", **prompt_inputs(asked, context)),
+    )
+    if reply.failed:
+        emit(runtime, SQL_TOOL_AGENT, "error", error=reply.error)
+        return GeneratedSql(None, "", reply.usage, reply.error)
+    sql = extract_sql(reply.text)
+    emit(runtime, SQL_TOOL_AGENT, "done", sql=sql)
+    return GeneratedSql(sql, reply.text, reply.usage)
+
+
+def sqlfix_load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """MAC-SQL's `load_schema`, keeping the caller's SQL (input key `sql`) as the candidate."""
+    given = (state.get("sql") or "").strip().rstrip(";").strip()
+    update = load_schema_node(state, runtime)
+    update["original_sql"] = given
+    if update.get("fatal"):
+        return update
+    return {
+        **update,
+        "candidate_sql": given,
+        "repair_attempts": 0,
+        "failure_memory": [],
+        "candidates": [],
+        "paraphrases": [],
+        "similar_repairs": [],
+        "review": {},
+        "repaired": False,
+        "explanation": "",
+        "repair_choice": 0,
+        "dropped_candidates": [],
+    }
+
+
+def sql_tool_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """Write the first SQL with the SQLTool, when the caller gave none."""
+    generated = generate_sql(state, runtime)
+    if generated.error is not None:
+        return {
+            **model_failure(generated.error),
+            "usage": generated.usage,
+            "error": generated.error,
+        }
+    update: dict[str, Any] = {
+        "usage": generated.usage,
+        "candidate_sql": generated.sql or "",
+        "original_sql": generated.sql or "",
+    }
+    if generated.sql is None:
+        update["last_execution"] = no_sql_execution(generated.text)
+        update["error"] = NO_SQL_MESSAGE
+    return update
