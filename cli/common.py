@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
@@ -48,6 +48,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="bird: use evidence, refine empty/NULL results; spider: do not",
     )
     parser.add_argument(
+        "--set",
+        dest="context_fields",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="set any Context field, e.g. --set num_reviewers=5 --set k_shot=3 (repeatable)",
+    )
+    parser.add_argument(
         "--cache",
         default=None,
         metavar="FILE",
@@ -74,7 +82,45 @@ def build_context(args: argparse.Namespace, base: Context | None = None) -> Cont
         changes["query_timeout"] = args.timeout
     if getattr(args, "dataset_style", None):
         changes["dataset_style"] = args.dataset_style
+    changes.update(parse_context_fields(getattr(args, "context_fields", None) or []))
     return replace(context, **changes)
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_context_fields(assignments: list[str]) -> dict[str, object]:
+    """`FIELD=VALUE` strings as typed Context values; unknown fields and bad values are errors."""
+    types = {f.name: str(f.type) for f in fields(Context)}
+    values: dict[str, object] = {}
+    for assignment in assignments:
+        name, sep, raw = assignment.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in types:
+            raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
+        kind = types[name]
+        text = raw.strip()
+        try:
+            if "None" in kind and text.lower() in ("", "none", "null"):
+                values[name] = None
+            elif kind.startswith("bool"):
+                if text.lower() not in _TRUE | _FALSE:
+                    raise ValueError("expected true or false")
+                values[name] = text.lower() in _TRUE
+            elif kind.startswith("int"):
+                values[name] = int(text)
+            elif kind.startswith("float"):
+                values[name] = float(text)
+            elif kind == "DatasetStyle":
+                if text not in ("bird", "spider"):
+                    raise ValueError("expected bird or spider")
+                values[name] = text
+            else:
+                values[name] = text
+        except ValueError as exc:
+            raise UsageError(f"--set {name}: {exc}") from exc
+    return values
 
 
 def enable_cache(args: argparse.Namespace) -> None:

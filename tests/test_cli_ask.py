@@ -133,3 +133,53 @@ def test_streaming_server_path_works_too(capsys: pytest.CaptureFixture) -> None:
     text = capsys.readouterr().out
     assert code == 0
     assert "[executor] done" in text and "outcome=ok" in text
+
+
+def test_set_reaches_any_context_field() -> None:
+    from macsql.cli.common import UsageError, parse_context_fields
+
+    assert parse_context_fields(
+        [
+            "num_reviewers=5",
+            "approve_sql=true",
+            "query_timeout=2.5",
+            "refiner_model=openai:gpt-4o",
+            "base_url=none",
+            "dataset_style=spider",
+        ]
+    ) == {
+        "num_reviewers": 5,
+        "approve_sql": True,
+        "query_timeout": 2.5,
+        "refiner_model": "openai:gpt-4o",
+        "base_url": None,
+        "dataset_style": "spider",
+    }
+    for bad in [
+        "nope=1",
+        "max_try_times=three",
+        "dataset_style=wiki",
+        "approve_sql=maybe",
+        "max_try_times",
+    ]:
+        with pytest.raises(UsageError):
+            parse_context_fields([bad])
+
+
+def test_set_changes_the_run(capsys: pytest.CaptureFixture) -> None:
+    always_wrong = lambda prompt: "```sql\nSELECT nothing FROM singer\n```"  # noqa: E731
+    with ScriptedOpenAIServer(always_wrong) as server:
+        code = main(
+            [
+                "ask",
+                QUESTION,
+                "--db",
+                CONCERT,
+                "--json",
+                "--set",
+                "max_try_times=4",
+                *model_args(server),
+            ]
+        )
+    assert code == 1
+    assert json.loads(capsys.readouterr().out)["attempts"] == 4
