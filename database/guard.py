@@ -20,8 +20,9 @@ Refiner (and for a human reading a trace):
 
 The guard is an allow-list at two levels: the statement's first keyword must start a query, and
 the parsed root must be a query node; inside it, every node is checked against the deny-lists.
-It is not the only layer: connections are read-only at the engine (SQLite `mode=ro` plus
-`PRAGMA query_only`, PostgreSQL `READ ONLY` transactions) and bounded by a timeout and a row cap.
+It is not the only layer: connections are read-only at the engine (SQLite: `mode=ro`,
+`PRAGMA query_only` and an authorizer; PostgreSQL: `READ ONLY` transactions inside a server-side
+cursor) and bounded by a timeout and a row cap (`macsql.database.execution`).
 """
 
 from __future__ import annotations
@@ -354,6 +355,39 @@ FORBIDDEN_FUNCTION_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 
+# Functions refused in one dialect only, where the name means something harmless elsewhere
+# (SQLite's glob() is a string match; DuckDB's reads the file system).
+_DIALECT_FUNCTIONS: dict[str, dict[str, str]] = {
+    "duckdb": {
+        name: (_SQL_TEXT if name.startswith("query") else _FILES)
+        for name in (
+            "glob",
+            "query",
+            "query_table",
+            "parquet_metadata",
+            "parquet_schema",
+            "parquet_file_metadata",
+            "parquet_kv_metadata",
+            "read_json_objects",
+            "read_json_objects_auto",
+            "read_xlsx",
+            "st_read",
+            "delta_scan",
+            "iceberg_scan",
+            "sqlite_scan",
+            "sqlite_attach",
+            "postgres_scan",
+            "postgres_attach",
+            "mysql_scan",
+        )
+    },
+}
+_FILE_SUFFIX = re.compile(
+    r"\.(csv|tsv|txt|json|jsonl|ndjson|parquet|xlsx|gz|zst|db|sqlite|duckdb)$", re.IGNORECASE
+)
+# MySQL and MariaDB run the text of /*! ... */ and /*M! ... */ comments as SQL.
+_EXECUTABLE_COMMENT = ("!", "M!")
+
 _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_$]*$")
 
 
@@ -505,6 +539,14 @@ def check_statement(sql: str, dialect: str) -> GuardVerdict:
         return _refuse(GuardKind.SYNTAX, "SQL syntax error: only parentheses, no query.")
     if first.token_type not in _QUERY_STARTS_BY_DIALECT.get(dialect, _QUERY_STARTS):
         return _command_verdict(first.text.upper())
+    for token in tokens:  # all of them: a comment after the final ';' counts too
+        for comment in token.comments:
+            if comment.lstrip().startswith(_EXECUTABLE_COMMENT):
+                return _refuse(
+                    GuardKind.FORBIDDEN_COMMAND,
+                    "Rejected: a comment starting with '!' is code to MySQL and MariaDB "
+                    "(an executable comment). Remove the comment.",
+                )
 
     try:
         parsed = dialect_obj.parser().parse(statement, sql)
@@ -518,7 +560,7 @@ def check_statement(sql: str, dialect: str) -> GuardVerdict:
             GuardKind.MULTIPLE_STATEMENTS,
             f"Rejected: found {len(roots)} statements. Send exactly one SELECT query.",
         )
-    return _check_tree(roots[0])
+    return _check_tree(roots[0], dialect)
 
 
 def _unsupported(exc: Exception) -> GuardVerdict:
@@ -529,7 +571,7 @@ def _unsupported(exc: Exception) -> GuardVerdict:
     )
 
 
-def _check_tree(root: exp.Expression) -> GuardVerdict:
+def _check_tree(root: exp.Expression, dialect: str) -> GuardVerdict:
     if not isinstance(root, _ALLOWED_ROOTS):
         kind, label = _classify_node(root)
         return _refuse(kind, f"Rejected: {label} is not a read-only query. {_ONLY_SELECT}.")
@@ -538,14 +580,29 @@ def _check_tree(root: exp.Expression) -> GuardVerdict:
             return _nested_verdict(node)
         if isinstance(node, exp.Func):
             for name in _function_names(node):
-                why = forbidden_function_reason(name)
+                why = forbidden_function_reason(name) or _DIALECT_FUNCTIONS.get(dialect, {}).get(
+                    name.lower()
+                )
                 if why is not None:
                     return _refuse(
                         GuardKind.FORBIDDEN_FUNCTION,
                         f"Rejected: the function {name}() {why}; it is not allowed "
                         f"in a query. Rewrite the query without it.",
                     )
+        elif dialect == "duckdb" and isinstance(node, exp.Table) and _looks_like_a_file(node):
+            return _refuse(
+                GuardKind.FORBIDDEN_FUNCTION,
+                f"Rejected: the table {node.name!r} looks like a file path, which DuckDB would "
+                f"read. Query the database's tables only.",
+            )
     return _OK
+
+
+def _looks_like_a_file(table: exp.Table) -> bool:
+    name = table.name
+    return bool(name) and (
+        "/" in name or "\\" in name or "://" in name or _FILE_SUFFIX.search(name)
+    )
 
 
 def _classify_node(node: exp.Expression) -> tuple[GuardKind, str]:

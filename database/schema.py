@@ -120,8 +120,15 @@ def _quoted(value: Any, limit: int) -> str:
         flat = " ".join(value.split())
         if len(flat) > limit:
             flat = flat[: limit - 1] + "…"
-        return json.dumps(flat, ensure_ascii=False)
-    return json.dumps(value) if isinstance(value, int | float | bool) else json.dumps(str(value))
+        return _escape_markup(json.dumps(flat, ensure_ascii=False))
+    if isinstance(value, int | float | bool):
+        return json.dumps(value)
+    return _escape_markup(json.dumps(str(value)))
+
+
+def _escape_markup(literal: str) -> str:
+    """`<` and `>` as JSON escapes, so no value can close the prompt's <schema> block."""
+    return literal.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def render_column(col: ColumnInfo) -> str:

@@ -14,6 +14,7 @@ Values compare with Python equality, as in the official scorers: ``1 == 1.0``, a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Hashable, Sequence
@@ -90,6 +91,7 @@ def _remove_distinct_outside_quotes(sql: str) -> str:
     return "".join(pieces)
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_spider_sql(sql: str, *, keep_distinct: bool = False) -> str:
     """The form in which the official Spider scorer executes a query (gold or predicted)."""
     sql = join_spaced_comparisons(sql)
@@ -109,8 +111,8 @@ def order_matters(normalized_gold_sql: str) -> bool:
 
 def spider_equal(gold_rows: Sequence[Row], pred_rows: Sequence[Row], *, ordered: bool) -> bool:
     """The test-suite rule: equal up to a column permutation, as bags or (if `ordered`) lists."""
-    if not gold_rows and not pred_rows:
-        return True
+    if gold_rows is pred_rows or (not gold_rows and not pred_rows):
+        return True  # the very same result (e.g. a prediction identical to the gold)
     if len(gold_rows) != len(pred_rows):
         return False
     width = len(gold_rows[0])

@@ -11,6 +11,7 @@ Gold results are cached per (database file, normalised gold SQL) within a `Score
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,6 +25,9 @@ from macsql.evals.compare import bird_equal, normalize_spider_sql, order_matters
 from macsql.evals.datasets import Dataset, EvalItem
 from macsql.evals.predictions import NO_PREDICTION
 from macsql.evals.ves import measure_time_ratio, r_ves, ves
+
+_VOLATILE = re.compile(r"random|'now'|current_(date|time|timestamp)|changes\s*\(", re.IGNORECASE)
+"""Functions whose value can change between two runs of the same query."""
 
 OFFICIAL_TIMEOUTS = {"spider": 60.0, "bird": 30.0}
 """Seconds per query in the official scorers (test-suite: 60; BIRD: 30)."""
@@ -123,6 +127,13 @@ class Scorer:
                 self._gold_cache[key] = cached
         return cached
 
+    def _prediction(self, db: str, pred_sql: str, gold_sql: str) -> _Run:
+        """The predicted query's result; a prediction identical to the gold (as run) shares
+        the gold's cached result, unless it could differ between runs (random, 'now')."""
+        if pred_sql == gold_sql and not _VOLATILE.search(pred_sql):
+            return self._gold(db, gold_sql)
+        return self._run(db, pred_sql)
+
     def score(self, item: EvalItem, pred_sql: str | None) -> ItemScore:
         """Score `pred_sql` for `item` (never raises on bad SQL or a missing database)."""
         if item.skip_reason:
@@ -167,7 +178,7 @@ class Scorer:
             if not gold.ok:
                 reason = Reason.GOLD_TIMEOUT if gold.timeout else Reason.GOLD_ERROR
                 return ItemScore(item.index, item.db_id, item.level, None, reason, gold.error)
-            pred = self._run(db, pred_sql)
+            pred = self._prediction(db, pred_sql, gold_sql)
             if not pred.ok:
                 reason = Reason.TIMEOUT if pred.timeout else Reason.PRED_ERROR
                 return ItemScore(item.index, item.db_id, item.level, False, reason, pred.error)
@@ -177,7 +188,7 @@ class Scorer:
 
     def _score_bird(self, item: EvalItem, pred_sql: str) -> ItemScore:
         db = item.db or ""
-        pred = self._run(db, pred_sql)
+        pred = self._prediction(db, pred_sql, item.gold_sql)
         if not pred.ok:
             reason = Reason.TIMEOUT if pred.timeout else Reason.PRED_ERROR
             return ItemScore(item.index, item.db_id, item.level, False, reason, pred.error)
@@ -366,8 +377,7 @@ def summary_text(summary: dict[str, Any], levels: Sequence[str]) -> str:
         vb = summary["ves_by_difficulty"]
         for key, label in (("ves", "VES"), ("r_ves", "R-VES")):
             lines.append(
-                f"{label:20}"
-                + "".join(f"{vb.get(c, {}).get(key, 0.0):>14.2f}" for c in cols)
+                f"{label:20}" + "".join(f"{vb.get(c, {}).get(key, 0.0):>14.2f}" for c in cols)
             )
     lines.append("")
     lines.append(

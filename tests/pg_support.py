@@ -99,6 +99,9 @@ def pg_checksum(ref: DatabaseRef) -> str:
     digest = hashlib.sha256()
     try:
         with engine.connect() as conn:
+            superuser = conn.execute(
+                text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+            ).scalar()
             tables = conn.execute(
                 text(
                     "SELECT table_schema, table_name FROM information_schema.tables "
@@ -122,8 +125,11 @@ def pg_checksum(ref: DatabaseRef) -> str:
                 "coalesce(c.relacl::text, '') FROM pg_class c JOIN pg_namespace n "
                 "ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', "
                 "'information_schema', 'pg_toast') ORDER BY 1",
+                # pg_authid (with password hashes) needs a superuser, as the CI role is
                 "SELECT rolname, rolsuper, rolcanlogin, coalesce(rolpassword, '') "
-                "FROM pg_authid ORDER BY 1",
+                "FROM pg_authid ORDER BY 1"
+                if superuser
+                else "SELECT rolname, rolsuper, rolcanlogin FROM pg_roles ORDER BY 1",
                 "SELECT datname, coalesce(datacl::text, ''), "
                 "coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database ORDER BY 1",
                 "SELECT coalesce(setdatabase::text, ''), coalesce(setrole::text, ''), "

@@ -3,6 +3,7 @@ missing databases, test-suite database folders."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sqlite3
@@ -208,9 +209,16 @@ def test_gold_results_are_cached(tiny_spider: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(scorer, "_run", counting)
     for _ in range(3):
-        scorer.score(ds.items[2], "SELECT count(*) FROM items")
-    gold_runs = [c for c in calls if c == "SELECT count(*) FROM items"]
-    assert len(calls) == 4 and len(gold_runs) == 4  # 1 gold + 3 predictions, same text
+        assert scorer.score(ds.items[2], "SELECT count(*) FROM items").correct
+    # The gold ran once; a prediction identical to it shares that result.
+    assert calls == ["SELECT count(*) FROM items"]
+    for _ in range(2):
+        assert scorer.score(ds.items[2], "SELECT count(id) FROM items").correct
+    assert calls == ["SELECT count(*) FROM items"] + ["SELECT count(id) FROM items"] * 2
+    # A query whose result may change between runs is run again, even when it is the gold.
+    volatile = "SELECT count(*) FROM items WHERE random() IS NOT NULL"
+    scorer.score(dataclasses.replace(ds.items[2], gold_sql=volatile), volatile)
+    assert calls[3:] == [volatile, volatile]
 
 
 def test_a_database_that_vanishes_is_reported_not_raised(tiny_spider: Path) -> None:

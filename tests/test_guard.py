@@ -318,3 +318,39 @@ def test_guard_is_fast_on_spider_dev_gold() -> None:
         timings.append(time.perf_counter() - started)
     timings.sort()
     assert timings[len(timings) // 2] < 0.005
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("SELECT 1 /*! ; DROP TABLE t */", "mysql"),
+        ("SELECT 1 /*M!100000 ; DROP TABLE t */", "mysql"),
+        ("SELECT 1; /*! DROP TABLE t */", "mysql"),
+        ("/*! DROP TABLE t */ SELECT 1", "mysql"),
+        ("SELECT name FROM singer /*!50000 UNION SELECT load_file('/etc/passwd') */", "mysql"),
+    ],
+)
+def test_mysql_executable_comments_are_refused(sql: str, dialect: str) -> None:
+    verdict = check_statement(sql, dialect)
+    assert verdict.kind == GuardKind.FORBIDDEN_COMMAND
+    assert "executable comment" in (verdict.reason or "")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM '/etc/passwd'",
+        "SELECT * FROM 'data.csv' AS t",
+        "SELECT * FROM 's3://bucket/x.parquet'",
+        "SELECT * FROM glob('/home/*')",
+        "SELECT * FROM query('DELETE FROM t')",
+    ],
+)
+def test_duckdb_file_access_is_refused(sql: str) -> None:
+    assert check_statement(sql, "duckdb").kind == GuardKind.FORBIDDEN_FUNCTION
+
+
+def test_dialect_specific_functions_stay_allowed_elsewhere() -> None:
+    assert check_statement("SELECT glob('a*', name) FROM singer", "sqlite").allowed
+    assert check_statement("SELECT * FROM singer", "duckdb").allowed
+    assert check_statement("FROM singer", "duckdb").allowed

@@ -277,11 +277,6 @@ def test_hostile_value_in_sqlite_reaches_prompt_as_data_and_writes_nothing(
     get_engine(resolve_database(str(path))).dispose()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="schema rendering (database/schema.py _quoted) keeps '</schema>' inside a value, so "
-    "a value can imitate the end of the data block; escaping '<' and '>' fixes it",
-)
 def test_hostile_value_cannot_close_the_schema_block(scripted: Any, tmp_path: Path) -> None:
     path = tmp_path / "hostile_value.sqlite"
     make_hostile_sqlite(path)

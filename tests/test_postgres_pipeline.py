@@ -1,0 +1,70 @@
+"""MAC-SQL on a real PostgreSQL server: `macsql ask`, the schema in PostgreSQL's dialect."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+
+import pytest
+from conftest import spider_db
+
+from macsql.cli.main import main
+from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.schema import build_schema, render_foreign_keys
+from macsql.llm.scripted import ScriptedOpenAIServer
+
+pytestmark = pytest.mark.postgres
+
+
+def test_schema_of_a_loaded_spider_database(pg_spider: Callable[[str], DatabaseRef]) -> None:
+    ref = pg_spider("concert_singer")
+    assert ref.dialect == "postgres"
+    schema = build_schema(ref)
+    singer = schema.table("singer")
+    assert singer is not None and singer.column("singer_id").primary_key
+    assert "France" in singer.column("country").examples
+    assert '"singer_id" = singer."singer_id"' in render_foreign_keys(schema)
+
+
+def test_engines_are_pooled_per_database(pg_spider: Callable[[str], DatabaseRef]) -> None:
+    assert get_engine(pg_spider("pets_1")) is get_engine(pg_spider("pets_1"))
+    assert get_engine(pg_spider("pets_1")) is not get_engine(pg_spider("car_1"))
+
+
+def test_ask_on_postgres_with_a_refine(
+    pg_spider: Callable[[str], DatabaseRef], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ref = pg_spider("concert_singer")
+    replies = [
+        # SQLite habits fail on PostgreSQL: the Refiner sees the server's message.
+        '```sql\nSELECT name FROM singer WHERE country = "France"\n```',
+        "```sql\nSELECT name FROM singer WHERE country = 'France' ORDER BY name\n```",
+    ]
+    with ScriptedOpenAIServer(replies) as server:
+        code = main(
+            [
+                "ask",
+                "Which singers are from France?",
+                "--db",
+                ref.url,
+                "--json",
+                "--model",
+                "openai:scripted",
+                "--base-url",
+                server.base_url,
+                "--api-key",
+                "k",
+            ]
+        )
+        decomposer_prompt, refiner_prompt = server.prompts
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["attempts"] == 2
+    sqlite = sqlite3.connect(spider_db("concert_singer"))
+    expected = sqlite.execute("SELECT name FROM singer WHERE country = 'France' ORDER BY name")
+    assert out["rows"] == [list(row) for row in expected.fetchall()]
+    assert len(out["rows"]) >= 2
+    assert "PostgreSQL" in decomposer_prompt and "double quotes" in decomposer_prompt
+    assert 'column "France" does not exist' in refiner_prompt
+    assert "UndefinedColumn" in refiner_prompt
