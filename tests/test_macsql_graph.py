@@ -188,12 +188,13 @@ def test_selector_is_skipped_on_a_small_schema(scripted) -> None:
 
 @pytest.fixture(scope="module")
 def wide_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from macsql.evals.bird_schema import build_schema_only_sqlite, load_bird_tables
+    """BIRD's california_schools (89 columns), schema-only, with its descriptions beside it."""
+    from macsql.evals.bird_schema import build_schema_only_layout
 
-    tables = load_bird_tables(BIRD / "dev_tables.json")
-    path = tmp_path_factory.mktemp("bird") / "california_schools.sqlite"
-    build_schema_only_sqlite(tables["california_schools"], path)
-    return path
+    root = build_schema_only_layout(
+        BIRD, tmp_path_factory.mktemp("bird"), db_ids=["california_schools"]
+    )
+    return root / "dev_databases" / "california_schools" / "california_schools.sqlite"
 
 
 def test_selector_runs_on_a_wide_schema_and_prunes(scripted, wide_db: Path) -> None:
@@ -202,7 +203,8 @@ def test_selector_runs_on_a_wide_schema_and_prunes(scripted, wide_db: Path) -> N
         '"Enrollment (K-12)"], "satscores": "drop_all", "schools": "keep_all"}\n```'
     )
     model, context = scripted(
-        [selection, sql_reply("SELECT `Free Meal Count (K-12)` / `Enrollment (K-12)` FROM frpm")]
+        [selection, sql_reply("SELECT `Free Meal Count (K-12)` / `Enrollment (K-12)` FROM frpm")],
+        max_try_times=1,  # the schema-only database has no rows: BIRD style would refine
     )
     out = run(
         context,
