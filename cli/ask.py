@@ -23,20 +23,6 @@ from macsql.cli.common import (
 from macsql.graph.registry import get_pipeline, pipeline_names
 from macsql.llm.models import ModelConfigError, get_chat_model
 
-OUTPUT_KEYS = (
-    "sql",
-    "status",
-    "outcome",
-    "error",
-    "columns",
-    "rows",
-    "truncated",
-    "attempts",
-    "selector_used",
-    "selector_fallback",
-    "usage",
-)
-
 
 def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the question, in natural language")
@@ -83,7 +69,10 @@ def ask_main(args: argparse.Namespace) -> int:
         result = _run_streaming(graph, payload, context, progress)
     else:
         result = graph.invoke(payload, context=context)
-    output = {k: result.get(k) for k in OUTPUT_KEYS}
+    # Streamed "values" carry every channel; keep only the pipeline's output schema.
+    keys = graph.builder.output_schema.__annotations__
+    output = {k: v for k, v in result.items() if k in keys}
+    output.setdefault("error", None)
     if args.json:
         print(json.dumps(output, ensure_ascii=False, default=str))
     else:
