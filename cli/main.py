@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from macsql.cli.ask import add_ask_arguments, ask_main
 from macsql.cli.common import EXIT_USAGE, UsageError
+from macsql.evals.cli import add_eval_arguments, add_score_arguments, eval_main, score_main
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -53,19 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_arguments(ask)
     handlers["ask"] = ask_main
 
-    try:
-        from macsql.evals.cli import (
-            add_eval_arguments,
-            add_score_arguments,
-            eval_main,
-            score_main,
-        )
-    except ImportError:  # pragma: no cover - evals are part of the package
-        pass
-    else:
-        add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
-        add_score_arguments(sub.add_parser("score", help="score a predictions file"))
-        handlers["eval"], handlers["score"] = eval_main, score_main
+    add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
+    add_score_arguments(sub.add_parser("score", help="score a predictions file"))
+    handlers["eval"], handlers["score"] = eval_main, score_main
 
     demo = sub.add_parser("demo", help="write the demo database and print its path")
     demo.add_argument("path", nargs="?", default=None)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from macsql.cli.common import UsageError, parse_context_fields
 from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
 from macsql.evals.predictions import (
     PredictionsFormatError,
@@ -40,8 +41,9 @@ def _add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db-url",
         default=None,
-        help="BIRD: a database URL with {db_id} instead of the SQLite files "
-        "(e.g. for mini-dev's PostgreSQL or MySQL question files)",
+        help="a database URL with {db_id} instead of the SQLite files, e.g. "
+        "postgresql+psycopg://u:p@127.0.0.1/{db_id} (databases loaded with "
+        "`macsql load-postgres`, or BIRD mini-dev's PostgreSQL/MySQL ones)",
     )
 
 
@@ -97,6 +99,14 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--cache", default=None, metavar="FILE", help="cache model calls in this SQLite file"
     )
     parser.add_argument(
+        "--set",
+        dest="context_fields",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="set any Context field, e.g. --set k_shot=3 (repeatable)",
+    )
+    parser.add_argument(
         "--item-timeout",
         type=float,
         default=900.0,
@@ -121,6 +131,11 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
 
 def eval_main(args: argparse.Namespace) -> int:
     mode = "gold" if args.gold else args.pipeline.replace(":", "_").replace("/", "_")
+    try:
+        overrides = parse_context_fields(args.context_fields)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     out = args.out or str(Path("runs") / f"{args.dataset}-{args.split}-{mode}")
     options = EvalOptions(
         dataset=args.dataset,
@@ -144,6 +159,7 @@ def eval_main(args: argparse.Namespace) -> int:
         cache=args.cache,
         db_url=args.db_url,
         progress=not args.no_progress,
+        context_overrides=overrides,
     )
     try:
         result = run_eval_sync(options)

@@ -81,7 +81,7 @@ def load_dataset(
 ) -> Dataset:
     """Load a dataset by name; `db_url` (BIRD, with ``{db_id}``) replaces the SQLite files."""
     if name == "spider":
-        return load_spider(data_dir, split)
+        return load_spider(data_dir, split, db_url=db_url)
     if name == "bird":
         return load_bird(data_dir, split, db_url=db_url)
     raise DatasetError(f"unknown dataset {name!r}: choose spider or bird")
@@ -107,7 +107,34 @@ def missing_database_reason(db_id: str) -> str:
     return f"database missing: {db_id}"
 
 
-def load_spider(data_dir: str | Path, split: str = "dev") -> Dataset:
+def unreachable_database_reason(url: str) -> str | None:
+    """None when the database at `url` answers; else why it does not (the item is skipped)."""
+    from macsql.database.connection import DatabaseNotFoundError, get_engine, resolve_database
+
+    try:
+        ref = resolve_database(url)
+        with get_engine(ref).connect():
+            return None
+    except DatabaseNotFoundError as exc:
+        return f"database missing: {exc}"
+    except Exception as exc:  # a server that refuses, a database that was never loaded
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        # Keep the server's own words ('database "x" does not exist'), not the wrappers'.
+        first_line = first_line.rsplit("FATAL:", 1)[-1].strip()
+        return f"database unreachable: {first_line[:200]}"
+
+
+def _apply_db_url(items: list[EvalItem], db_url: str) -> None:
+    """Point every item at `db_url` with its db_id; unreachable databases are skipped."""
+    reasons: dict[str, str | None] = {}
+    for item in items:
+        url = db_url.replace("{db_id}", item.db_id)
+        if url not in reasons:
+            reasons[url] = unreachable_database_reason(url)
+        item.db, item.db_files, item.skip_reason = url, [url], reasons[url]
+
+
+def load_spider(data_dir: str | Path, split: str = "dev", *, db_url: str | None = None) -> Dataset:
     root = Path(data_dir).expanduser()
     question_file = root / SPIDER_QUESTION_FILES.get(split, f"{split}.json")
     records = _read_json(question_file)
@@ -136,6 +163,8 @@ def load_spider(data_dir: str | Path, split: str = "dev") -> Dataset:
         else:
             item.skip_reason = missing_database_reason(db_id)
         items.append(item)
+    if db_url:
+        _apply_db_url(items, db_url)
     return Dataset("spider", split, root, question_file, items, _tables_by_db(root / "tables.json"))
 
 
@@ -178,16 +207,15 @@ def load_bird(data_dir: str | Path, split: str = "dev", *, db_url: str | None = 
             level=rec.get("difficulty") or "unknown",
             question_id=rec.get("question_id"),
         )
-        if db_url:
-            item.db = db_url.replace("{db_id}", db_id)
+        path = db_root / db_id / f"{db_id}.sqlite"
+        if path.is_file():
+            item.db = str(path)
+            item.db_files = [str(path)]
         else:
-            path = db_root / db_id / f"{db_id}.sqlite"
-            if path.is_file():
-                item.db = str(path)
-                item.db_files = [str(path)]
-            else:
-                item.skip_reason = missing_database_reason(db_id)
+            item.skip_reason = missing_database_reason(db_id)
         items.append(item)
+    if db_url:
+        _apply_db_url(items, db_url)
     return Dataset(
         "bird", split, root, question_file, items, _tables_by_db(_bird_tables_file(root, split))
     )

@@ -26,6 +26,7 @@ class ModelConfigError(ValueError):
 _registered: dict[str, BaseChatModel] = {}
 _clients: dict[tuple[object, ...], BaseChatModel] = {}
 _lock = threading.Lock()
+_build_lock = threading.Lock()
 
 
 def register_chat_model(name: str, model: BaseChatModel) -> None:
@@ -83,10 +84,17 @@ def get_chat_model(context: Context, agent: str) -> BaseChatModel:
         context.model_timeout,
         context.model_max_retries,
     )
-    with _lock:
+    with _build_lock:  # concurrent first calls share one client instead of building many
         client = _clients.get(key)
-    if client is not None:
+        if client is None:
+            client = _build_client(spec, provider, name, base_url, api_key, context)
+            _clients[key] = client
         return client
+
+
+def _build_client(
+    spec: str, provider: str, name: str, base_url: str | None, api_key: str | None, context: Context
+) -> BaseChatModel:
     kwargs: dict[str, object] = {
         "temperature": context.temperature,
         "timeout": context.model_timeout,
@@ -102,6 +110,4 @@ def get_chat_model(context: Context, agent: str) -> BaseChatModel:
         client = init_chat_model(name, model_provider=provider, **kwargs)
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs
         raise ModelConfigError(f"cannot set up model {spec!r}: {exc}") from exc
-    with _lock:
-        _clients.setdefault(key, client)
-        return _clients[key]
+    return client

@@ -68,3 +68,35 @@ def test_ask_on_postgres_with_a_refine(
     assert "PostgreSQL" in decomposer_prompt and "double quotes" in decomposer_prompt
     assert 'column "France" does not exist' in refiner_prompt
     assert "UndefinedColumn" in refiner_prompt
+
+
+def test_eval_gold_on_postgres(pg_admin_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from conftest import SPIDER
+
+    from macsql.database.postgres_loader import database_url
+
+    url = database_url(pg_admin_url, "DBID").replace("DBID", "{db_id}")
+    out = tmp_path / "pg-gold"
+    code = main(
+        [
+            "eval",
+            "--dataset",
+            "spider",
+            "--data-dir",
+            str(SPIDER),
+            "--gold",
+            "--db-url",
+            url,
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    # Every gold query that is valid PostgreSQL scores; SQLite-only gold is a dataset error.
+    assert summary["n_scored"] >= 150
+    assert summary["ex"] == 100.0
+    reasons = " ".join(summary["skip_reasons"])
+    assert 'database "wta_1" does not exist' in reasons
+    assert summary["n_scored"] + summary["n_skipped"] == 1034
