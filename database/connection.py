@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from langchain_community.utilities import SQLDatabase
@@ -87,6 +88,13 @@ class DatabaseRef:
         return (self.safe_url, 0.0, 0)
 
 
+@lru_cache(maxsize=4096)
+def _sqlite_ref(text: str) -> DatabaseRef:
+    # realpath costs a syscall per path component; the executor resolves on every query.
+    path = Path(text).expanduser().resolve()
+    return DatabaseRef(url=f"sqlite:///{path}", backend="sqlite", sqlite_path=path)
+
+
 def resolve_database(db: str) -> DatabaseRef:
     """Turn a SQLite path or an SQLAlchemy URL into a `DatabaseRef`, or raise clearly."""
     text = (db or "").strip()
@@ -96,9 +104,8 @@ def resolve_database(db: str) -> DatabaseRef:
         path = Path(text).expanduser()
         if not path.is_file():
             raise DatabaseNotFoundError(f"database file not found: {text}")
-        return DatabaseRef(
-            url=f"sqlite:///{path.resolve()}", backend="sqlite", sqlite_path=path.resolve()
-        )
+        # Cache by absolute path, so a changed working directory cannot reuse a stale entry.
+        return _sqlite_ref(str(path.absolute()))
     try:
         url: URL = make_url(text)
     except ArgumentError as exc:

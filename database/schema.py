@@ -16,6 +16,7 @@ import re
 import threading
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,23 @@ class SchemaInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    # A cached schema serves every question on its database: convert and render it once.
+    # (cached_property keeps these out of asdict(), which only walks the fields.)
+    @cached_property
+    def state_dict(self) -> dict[str, Any]:
+        """`to_dict()`, computed once; shared, so callers must not mutate it."""
+        return self.to_dict()
+
+    @cached_property
+    def text(self) -> str:
+        """`render_schema(self)`, computed once."""
+        return render_schema(self)
+
+    @cached_property
+    def foreign_keys_text(self) -> str:
+        """`render_foreign_keys(self)`, computed once."""
+        return render_foreign_keys(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SchemaInfo:

@@ -83,6 +83,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--concurrency", type=int, default=8, help="items in flight (8)")
     parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="processes sharing the items and the concurrency; use the machine's cores when "
+        "Python CPU, not the model, limits throughput (1)",
+    )
+    parser.add_argument(
         "--out", default=None, help="output folder (default runs/<dataset>-<split>-<pipeline>)"
     )
     parser.add_argument(
@@ -160,6 +167,7 @@ def eval_main(args: argparse.Namespace) -> int:
         db_url=args.db_url,
         progress=not args.no_progress,
         context_overrides=overrides,
+        processes=max(1, args.processes),
     )
     try:
         result = run_eval_sync(options)

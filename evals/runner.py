@@ -17,9 +17,13 @@ import asyncio
 import importlib
 import importlib.util
 import json
+import multiprocessing
 import os
+import queue
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +33,7 @@ from macsql.evals.datasets import Dataset, EvalItem, load_dataset
 from macsql.evals.predictions import write_bird_predictions, write_spider_predictions
 from macsql.evals.report import build_summary, write_reports
 from macsql.evals.scoring import ItemScore, Reason, Scorer, item_score_from_json, time_ratios
+from macsql.llm.cache import enable_llm_cache
 
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
@@ -67,6 +72,10 @@ class EvalOptions:
     db_url: str | None = None
     progress: bool = True
     context_overrides: dict[str, Any] = field(default_factory=dict)
+    processes: int = 1
+    """Processes sharing the items. The pipelines are CPU-bound in Python between model calls,
+    so one process saturates one core; more use more cores. The model must then be named by a
+    string a fresh process can resolve (not a model registered in this process)."""
 
     @property
     def mode(self) -> str:
@@ -168,15 +177,6 @@ def build_context(options: EvalOptions) -> Any:
         values["max_try_times"] = options.max_tries
     values.update(options.context_overrides)
     return Context(**values)
-
-
-def enable_llm_cache(path: str) -> None:
-    """langchain's SQLite cache for model calls: a rerun answers from it with no model."""
-    from langchain_core.globals import set_llm_cache
-
-    from macsql.llm.cache import sqlite_llm_cache
-
-    set_llm_cache(sqlite_llm_cache(path))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,6 +349,8 @@ async def run_eval(
 ) -> RunResult:
     """Run (or resume) an eval; `graph` overrides the pipeline named in `options`."""
     started = time.perf_counter()
+    # The report's chart needs matplotlib (~1 s to import): load it while items are in flight.
+    threading.Thread(target=_preload_chart_modules, daemon=True).start()
     dataset = load_dataset(options.dataset, options.data_dir, options.split, db_url=options.db_url)
     items = dataset.items[: options.limit] if options.limit else dataset.items
     out = Path(options.out).expanduser()
@@ -386,29 +388,19 @@ async def run_eval(
         if on_record is not None:
             on_record(record)
 
-    semaphore = asyncio.Semaphore(max(1, options.concurrency))
-
-    async def one(item: EvalItem) -> None:
-        async with semaphore:
-            t0 = time.perf_counter()
-            record = {**_base_record(item), **await _predict(item, options, graph, context)}
-            try:
-                score: ItemScore = await loop.run_in_executor(
-                    None, scorer.score, item, record["prediction"]
-                )
-                record.update(correct=score.correct, reason=score.reason, detail=score.detail)
-            except Exception as exc:  # scoring must not stop the run either
-                record.update(
-                    correct=False, reason="scoring_error", detail=f"{type(exc).__name__}: {exc}"
-                )
-            record["elapsed_s"] = round(time.perf_counter() - t0, 4)
-            finish(record)
-
+    live = [item for item in pending if not item.skipped]
+    processes = max(1, min(options.processes, len(live)))
+    if options.gold or processes == 1:
+        processes = 1
     try:
         for item in pending:
             if item.skipped:
                 finish(_skipped_record(item))
-        await asyncio.gather(*(one(item) for item in pending if not item.skipped))
+        if processes == 1:
+            share = max(1, options.concurrency)
+            await _run_items(_list_source(live), options, graph, context, scorer, share, finish)
+        else:
+            await _run_shared(live, options, graph, context, scorer, processes, finish)
     finally:
         progress.stop()
         writer.close()
@@ -433,6 +425,168 @@ async def run_eval(
     write_reports(out, summary, dataset.levels)
     executor.shutdown(wait=False)
     return RunResult(out, summary, {r["index"]: r for r in scope})
+
+
+ItemSource = Callable[[], Awaitable["EvalItem | None"]]
+
+
+def _list_source(items: list[EvalItem]) -> ItemSource:
+    pending = list(reversed(items))
+
+    async def next_item() -> EvalItem | None:
+        return pending.pop() if pending else None
+
+    return next_item
+
+
+async def _run_items(
+    next_item: ItemSource,
+    options: EvalOptions,
+    graph: Any,
+    context: Any,
+    scorer: Scorer,
+    concurrency: int,
+    emit: Callable[[dict[str, Any]], None],
+) -> None:
+    """`concurrency` workers take items from `next_item` until it is empty, predict and score
+    each, and hand every finished record to `emit`."""
+    loop = asyncio.get_running_loop()
+
+    async def one(item: EvalItem) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        record = {**_base_record(item), **await _predict(item, options, graph, context)}
+        try:
+            score: ItemScore = await loop.run_in_executor(
+                None, scorer.score, item, record["prediction"]
+            )
+            record.update(correct=score.correct, reason=score.reason, detail=score.detail)
+        except Exception as exc:  # scoring must not stop the run either
+            record.update(
+                correct=False, reason="scoring_error", detail=f"{type(exc).__name__}: {exc}"
+            )
+        record["elapsed_s"] = round(time.perf_counter() - t0, 4)
+        return record
+
+    async def worker() -> None:
+        while (item := await next_item()) is not None:
+            emit(await one(item))
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+
+
+class _SharedItems:
+    """Item indices in a queue that this process and its children all take from, so a
+    process that starts late or runs slow simply takes fewer items."""
+
+    def __init__(self, ctx: Any, items: list[EvalItem], consumers: int) -> None:
+        self.queue = ctx.Queue()
+        for item in items:
+            self.queue.put(item.index)
+        for _ in range(consumers):  # one end marker per worker, so none waits at the end
+            self.queue.put(None)
+        self._by_index = {item.index: item for item in items}
+
+    def source(self) -> ItemSource:
+        return _queue_source(self.queue, self._by_index)
+
+
+def _queue_source(tasks: Any, by_index: dict[int, EvalItem]) -> ItemSource:
+    """Indices from a multiprocessing queue; the blocking get runs in a thread, not the loop."""
+
+    def take() -> int | None:
+        return tasks.get()  # an index, or None: the end marker
+
+    async def next_item() -> EvalItem | None:
+        index = await asyncio.get_running_loop().run_in_executor(None, take)
+        return None if index is None else by_index[index]
+
+    return next_item
+
+
+async def _run_shared(
+    items: list[EvalItem],
+    options: EvalOptions,
+    graph: Any,
+    context: Any,
+    scorer: Scorer,
+    processes: int,
+    emit: Callable[[dict[str, Any]], None],
+) -> None:
+    """This process plus `processes - 1` children work through `items`; one writer here."""
+    ctx = multiprocessing.get_context("spawn")
+    share = max(1, options.concurrency // processes)
+    shared = _SharedItems(ctx, items, consumers=share * processes)
+    results: Any = ctx.Queue()
+    children = [
+        ctx.Process(
+            target=_child_main,
+            args=(options, [item.index for item in items], shared.queue, share, results),
+            daemon=True,
+        )
+        for _ in range(processes - 1)
+    ]
+    for child in children:
+        child.start()
+    loop = asyncio.get_running_loop()
+    expected = len(items)
+    done = [0]
+
+    def emit_counted(record: dict[str, Any]) -> None:
+        done[0] += 1
+        emit(record)
+
+    async def collect() -> None:
+        while done[0] < expected:
+            try:
+                record = await loop.run_in_executor(None, results.get, True, 0.5)
+            except queue.Empty:
+                if not any(child.is_alive() for child in children) and results.empty():
+                    return  # a child died: what it had taken stays for --resume
+                continue
+            emit_counted(record)
+
+    mine = _run_items(shared.source(), options, graph, context, scorer, share, emit_counted)
+    try:
+        await asyncio.gather(mine, collect())
+    finally:
+        for child in children:
+            child.join(timeout=5)
+            if child.is_alive():
+                child.terminate()
+    if done[0] < expected:
+        print(
+            f"warning: {expected - done[0]} items were not finished by a worker process; "
+            "run again with --resume to complete them",
+            file=sys.stderr,
+        )
+
+
+def _child_main(
+    options: EvalOptions, indices: list[int], tasks: Any, concurrency: int, results: Any
+) -> None:
+    """A worker process: the same pipeline and scorer on the items it takes from `tasks`."""
+    dataset = load_dataset(options.dataset, options.data_dir, options.split, db_url=options.db_url)
+    wanted = set(indices)
+    by_index = {item.index: item for item in dataset.items if item.index in wanted}
+    if options.cache:
+        enable_llm_cache(options.cache)
+    graph = resolve_pipeline(options.pipeline)
+    context = build_context(options)
+    scorer = Scorer(dataset.name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="macsql-eval")
+        )
+        source = _queue_source(tasks, by_index)
+        await _run_items(source, options, graph, context, scorer, concurrency, results.put)
+
+    asyncio.run(main())
+
+
+def _preload_chart_modules() -> None:
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure  # noqa: F401
 
 
 def _ves_ratios(

@@ -7,7 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
-from macsql.database.schema import load_schema, render_foreign_keys, render_schema
+from macsql.database.schema import load_schema
 from macsql.graph.context import Context, context_of
 from macsql.nodes.events import emit
 
@@ -53,9 +53,9 @@ def load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
     return {
         "dialect": db.dialect,
         "db_name": db.name,
-        "schema": schema.to_dict(),
-        "schema_text": render_schema(schema),
-        "foreign_keys_text": render_foreign_keys(schema),
+        "schema": schema.state_dict,
+        "schema_text": schema.text,
+        "foreign_keys_text": schema.foreign_keys_text,
         "selector_used": False,
         "selector_fallback": None,
         "attempts": 0,
