@@ -47,6 +47,17 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="bird: use evidence, refine empty/NULL results; spider: do not",
     )
+    add_context_fields_argument(parser)
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="FILE",
+        help="cache model replies in this SQLite file (langchain's LLM cache)",
+    )
+
+
+def add_context_fields_argument(parser: argparse.ArgumentParser) -> None:
+    """`--set FIELD=VALUE`, repeatable: any `Context` field, typed by `parse_context_fields`."""
     parser.add_argument(
         "--set",
         dest="context_fields",
@@ -54,12 +65,6 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FIELD=VALUE",
         help="set any Context field, e.g. --set num_reviewers=5 --set k_shot=3 (repeatable)",
-    )
-    parser.add_argument(
-        "--cache",
-        default=None,
-        metavar="FILE",
-        help="cache model replies in this SQLite file (langchain's LLM cache)",
     )
 
 

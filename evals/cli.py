@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from macsql.cli.common import UsageError, parse_context_fields
+from macsql.cli.common import UsageError, add_context_fields_argument, parse_context_fields
 from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
 from macsql.evals.predictions import (
     PredictionsFormatError,
@@ -105,14 +105,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache", default=None, metavar="FILE", help="cache model calls in this SQLite file"
     )
-    parser.add_argument(
-        "--set",
-        dest="context_fields",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="set any Context field, e.g. --set k_shot=3 (repeatable)",
-    )
+    add_context_fields_argument(parser)
     parser.add_argument(
         "--item-timeout",
         type=float,
