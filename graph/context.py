@@ -11,17 +11,6 @@ from typing import Literal
 
 DatasetStyle = Literal["bird", "spider"]
 
-AGENTS_WITH_MODELS = (
-    "selector",
-    "decomposer",
-    "refiner",
-    "reviewer",
-    "query_crafter",
-    "sql_refiner",
-    "writer",
-    "persona",
-)
-
 
 def _doc(text: str, **extra: object) -> dict[str, object]:
     """Field metadata in the shape LangGraph turns into a JSON-schema description."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.schema import load_schema
@@ -58,6 +59,8 @@ def load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
         "foreign_keys_text": schema.foreign_keys_text,
         "selector_used": False,
         "selector_fallback": None,
+        # A thread that answers a second question starts its usage again, past the reducer.
+        "usage": Overwrite({}),
         "attempts": 0,
         "refines": 0,
         "tries": [],

@@ -273,3 +273,25 @@ def test_needs_selector_uses_the_official_thresholds() -> None:
     assert needs_selector(state([7]), Context())  # avg over 6
     assert needs_selector(state([5] * 7), Context())  # total 35 over 30
     assert not needs_selector(state([7]), Context(selector_max_avg_columns=7))
+
+
+def test_a_thread_answering_two_questions_counts_each_ones_usage(scripted) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from macsql.graph.macsql_graph import builder
+
+    _model, context = scripted(
+        [
+            sql_reply("SELECT nme FROM singer"),
+            "```sql\nSELECT Name FROM singer\n```",
+            sql_reply("SELECT count(*) FROM singer"),
+        ]
+    )
+    threaded = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    first = threaded.invoke({"question": "q1", "db": CONCERT}, config, context=context)
+    second = threaded.invoke({"question": "q2", "db": CONCERT}, config, context=context)
+    assert first["usage"]["decomposer"]["calls"] == 1 and first["usage"]["refiner"]["calls"] == 1
+    assert second["attempts"] == 1 and second["rows"] == [[6]]
+    assert set(second["usage"]) == {"decomposer"}
+    assert second["usage"]["decomposer"]["calls"] == 1
