@@ -17,11 +17,12 @@ from macsql.cli.common import (
     UsageError,
     add_model_arguments,
     build_context,
+    check_models,
     enable_cache,
     resolve_db_argument,
 )
 from macsql.graph.registry import get_pipeline, pipeline_names
-from macsql.llm.models import ModelConfigError, get_chat_model
+from macsql.llm.models import ModelConfigError
 
 
 def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,8 +57,7 @@ def ask_main(args: argparse.Namespace) -> int:
         db = resolve_db_argument(args.db)
         context = build_context(args)
         enable_cache(args)
-        for agent in ("selector", "decomposer", "refiner"):
-            get_chat_model(context, agent)  # fail fast on a missing key or bad provider
+        check_models(context)
     except (UsageError, ModelConfigError) as exc:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -9,6 +9,7 @@ from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.context import Context
 from macsql.llm.cache import enable_llm_cache
+from macsql.llm.models import get_chat_model
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -132,6 +133,18 @@ def enable_cache(args: argparse.Namespace) -> None:
     """`--cache FILE`: langchain's SQLite LLM cache, so identical prompts skip the model."""
     if getattr(args, "cache", None):
         enable_llm_cache(args.cache)
+
+
+def check_models(context: Context) -> None:
+    """Set up the default model and every per-agent override now, so a missing key or an
+    unknown provider stops the command with one line instead of failing every question."""
+    agents = ["default"] + [
+        f.name.removesuffix("_model")
+        for f in fields(Context)
+        if f.name.endswith("_model") and getattr(context, f.name)
+    ]
+    for agent in agents:
+        get_chat_model(context, agent)
 
 
 def resolve_db_argument(value: str) -> str:

@@ -12,7 +12,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from macsql.cli.common import UsageError, add_context_fields_argument, parse_context_fields
+from macsql.cli.common import (
+    UsageError,
+    add_context_fields_argument,
+    build_context,
+    check_models,
+    parse_context_fields,
+)
 from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
 from macsql.evals.predictions import (
     PredictionsFormatError,
@@ -22,6 +28,7 @@ from macsql.evals.predictions import (
 from macsql.evals.runner import EvalOptions, RunDirectoryError, run_eval_sync
 from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
 from macsql.evals.ves import OFFICIAL_ITERATIONS
+from macsql.llm.models import ModelConfigError
 
 
 def _add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,6 +144,12 @@ def eval_main(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or str(Path("runs") / f"{args.dataset}-{args.split}-{mode}")
+    if not args.gold:
+        try:
+            check_models(build_context(args))
+        except (UsageError, ModelConfigError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     options = EvalOptions(
         dataset=args.dataset,
         data_dir=args.data_dir,
