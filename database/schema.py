@@ -26,7 +26,7 @@ from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseRef, get_engine, get_sql_database
 from macsql.database.execution import Outcome, execute_sql
 
-SCHEMA_FORMAT_VERSION = 2
+SCHEMA_FORMAT_VERSION = 3
 MAX_EXAMPLE_CHARS = 40
 MAX_DESCRIPTION_CHARS = 240
 LONG_TEXT_CHARS = 50
@@ -296,7 +296,11 @@ def build_schema(
     """Introspect `db` and sample value examples; no cache."""
     engine = get_engine(db)
     inspector = inspect(engine)
-    table_names = sorted(get_sql_database(db).get_usable_table_names())
+    # Views are read-only and as queryable as tables, so the agents see them too.
+    # (SQLDatabase's own view_support asks SQLite for materialized views and fails.)
+    table_names = sorted(
+        {*get_sql_database(db).get_usable_table_names(), *inspector.get_view_names()}
+    )
     descriptions = load_descriptions(db.description_dir) if db.description_dir else {}
     tables: list[TableInfo] = []
     fks: list[ForeignKey] = []
