@@ -33,9 +33,10 @@ Message = dict[str, str]
 
 
 def normalise_sql(sql: str, dialect: str | None = None) -> str:
-    """A canonical text for comparing queries: sqlglot's rendering, identifiers lower-cased.
+    """A canonical text for comparing queries: sqlglot's rendering, unquoted identifiers and
+    keywords case-folded; string literals keep their case ('France' and 'france' differ).
 
-    SQL that sqlglot cannot parse falls back to its whitespace-collapsed, lower-cased text.
+    SQL that sqlglot cannot parse falls back to its whitespace-collapsed text.
     """
     text = (sql or "").strip().rstrip(";").strip()
     read = dialect if dialect in ("sqlite", "postgres", "mysql", "tsql", "duckdb") else None
@@ -44,7 +45,7 @@ def normalise_sql(sql: str, dialect: str | None = None) -> str:
         text = tree.sql(dialect=read, normalize=True, comments=False)
     except Exception:  # sqlglot.ParseError, TokenError, or an unsupported construct
         pass
-    return " ".join(text.lower().split())
+    return " ".join(text.split())
 
 
 def same_sql(a: str, b: str, dialect: str | None = None) -> bool:

@@ -357,7 +357,8 @@ def test_sql_normalisation_for_consensus() -> None:
         "sqlite",
     )
     assert not same_sql("SELECT name FROM singer", "SELECT name FROM singer LIMIT 1", "sqlite")
-    assert normalise_sql("SELEC  broken  SQL", "sqlite") == "selec broken sql"
+    # Unparseable SQL is compared by its text, white space collapsed, case kept.
+    assert normalise_sql("SELEC  broken  SQL", "sqlite") == "SELEC broken SQL"
 
 
 def test_bm25_prefers_rare_shared_words() -> None:
@@ -393,3 +394,18 @@ def test_a_second_question_in_the_same_thread_starts_afresh(db: str) -> None:
             assert len(state["reviews"]) == 3 and len(state["history"]) == 4
     # The second writer saw only its own question's history, not the first run's reviews.
     assert script.prompts["revise"][1].count(REVISE) == 1
+
+
+def test_consensus_compares_literals_case_sensitively() -> None:
+    from macsql.nodes.r3_writer import same_sql
+
+    assert same_sql(
+        "select name from singer where country = 'France'",
+        "SELECT Name FROM singer WHERE Country = 'France';",
+        "sqlite",
+    )
+    assert not same_sql(
+        "SELECT name FROM singer WHERE country = 'France'",
+        "SELECT name FROM singer WHERE country = 'france'",
+        "sqlite",
+    )
