@@ -21,12 +21,12 @@ from langgraph.types import Send
 
 from macsql.graph.context import Context, context_of
 from macsql.graph.state import MacSqlInput, MacSqlOutput, SqlState
+from macsql.nodes.execution_records import ran
 from macsql.nodes.executor import executor_node
 from macsql.nodes.r3_kshot import kshot_node
 from macsql.nodes.r3_reviewers import persona_node, review_sends, reviewer_node
 from macsql.nodes.r3_writer import writer_debug_node, writer_node, writer_revise_node
 from macsql.nodes.schema_loader import load_schema_node
-from macsql.nodes.sqlfix_reviewer import ran
 
 
 def add_reviews(

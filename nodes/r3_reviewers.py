@@ -17,9 +17,9 @@ from macsql.graph.context import Context, context_of
 from macsql.llm.calls import call_model
 from macsql.nodes.decomposer import model_failure
 from macsql.nodes.events import emit
+from macsql.nodes.execution_records import render_result
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object
-from macsql.nodes.sqlfix_reviewer import render_result
 from macsql.prompts import render_prompt
 
 # Used only when the persona reply cannot be read, so a review still happens.

@@ -20,11 +20,11 @@ from macsql.graph.context import Context, context_of
 from macsql.llm.calls import call_model
 from macsql.nodes.decomposer import model_failure, no_sql_execution
 from macsql.nodes.events import emit
+from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.r3_kshot import format_examples
 from macsql.nodes.replies import extract_sql
-from macsql.nodes.sqlfix_reviewer import ran, render_result
 from macsql.prompts import render_prompt
 
 AGENT = "writer"

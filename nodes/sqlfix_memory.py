@@ -23,7 +23,7 @@ from typing import Any
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from macsql.nodes.r3_kshot import BM25Index
+from macsql.nodes.lexical_similarity import BM25Index
 
 REPAIR_NAMESPACE = ("macsql", "sqlfix", "repairs")
 _PAGE = 500

@@ -17,10 +17,10 @@ from macsql.graph.context import Context, context_of
 from macsql.llm.calls import Usage, call_model, merge_usage
 from macsql.nodes.decomposer import model_failure
 from macsql.nodes.events import emit
+from macsql.nodes.execution_records import PREVIEW_ROWS, ran
 from macsql.nodes.executor import execute_and_analyse
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object
-from macsql.nodes.sqlfix_reviewer import PREVIEW_ROWS, ran
 from macsql.nodes.sqlfix_sql_tool import generate_sql
 from macsql.prompts import render_prompt
 

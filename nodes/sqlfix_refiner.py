@@ -17,6 +17,7 @@ from macsql.graph.context import Context, context_of
 from macsql.llm.calls import call_model
 from macsql.nodes.decomposer import model_failure, no_sql_execution
 from macsql.nodes.events import emit
+from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object, extract_sql
@@ -26,7 +27,6 @@ from macsql.nodes.sqlfix_memory import (
     retrieve_similar_repairs,
     store_of,
 )
-from macsql.nodes.sqlfix_reviewer import ran, render_result
 from macsql.prompts import render_prompt
 
 AGENT = "sql_refiner"

@@ -12,53 +12,20 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.database.execution import Outcome
 from macsql.graph.context import Context, context_of
 from macsql.llm.calls import call_model
 from macsql.nodes.decomposer import model_failure
 from macsql.nodes.events import emit
+from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object
 from macsql.prompts import render_prompt
 
 AGENT = "reviewer"
-PREVIEW_ROWS = 10
 
 _PASS_WORDS = {"pass", "passed", "correct", "ok", "yes", "approve", "approved"}
 _ERROR_WORDS = {"error", "incorrect", "wrong", "fail", "failed", "no", "reject", "rejected"}
 _VERDICT_LINE = re.compile(r"verdict\W{0,5}([a-z]+)", re.I)
-
-
-def ran(record: dict[str, Any] | None) -> bool:
-    """True when the execution record is of SQL that executed (rows or not)."""
-    try:
-        return Outcome((record or {}).get("outcome", "")).ran
-    except ValueError:
-        return False
-
-
-def render_result(record: dict[str, Any] | None, max_rows: int = PREVIEW_ROWS) -> str:
-    """An execution record as agents read it: a small table, or what went wrong."""
-    record = record or {}
-    outcome = record.get("outcome", "not run")
-    if not ran(record):
-        return f"the query failed ({outcome}): {record.get('error') or 'no message'}"
-    rows = record.get("rows") or []
-    total = record.get("row_count", len(rows))
-    if not rows:
-        return "the query ran and returned no rows"
-    columns = [str(c) for c in record.get("columns") or []] or [
-        f"col{i + 1}" for i in range(len(rows[0]))
-    ]
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows[:max_rows]:
-        lines.append("| " + " | ".join("NULL" if v is None else str(v) for v in row) + " |")
-    shown = min(len(rows), max_rows)
-    more = "+" if record.get("truncated") else ""
-    note = f"{total}{more} row(s)" + (f", first {shown} shown" if shown < total or more else "")
-    if outcome == Outcome.NULL_RESULT:
-        note += "; the result contains NULL values"
-    return note + "\n" + "\n".join(lines)
 
 
 def parse_verdict(text: str) -> tuple[str, str] | None:

@@ -19,8 +19,8 @@ from macsql.graph.r3_graph import builder as r3_builder
 from macsql.graph.registry import get_pipeline
 from macsql.llm.models import registered_chat_model
 from macsql.llm.scripted import ScriptedChatModel
+from macsql.nodes.lexical_similarity import BM25Index
 from macsql.nodes.r3_kshot import (
-    BM25Index,
     FewShotSelector,
     load_pool,
     register_embeddings,

@@ -1,0 +1,41 @@
+"""Execution records (the executor's JSON-safe results) as the agents read them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from macsql.database.execution import Outcome
+
+PREVIEW_ROWS = 10
+
+
+def ran(record: dict[str, Any] | None) -> bool:
+    """True when the execution record is of SQL that executed (rows or not)."""
+    try:
+        return Outcome((record or {}).get("outcome", "")).ran
+    except ValueError:
+        return False
+
+
+def render_result(record: dict[str, Any] | None, max_rows: int = PREVIEW_ROWS) -> str:
+    """An execution record as agents read it: a small table, or what went wrong."""
+    record = record or {}
+    outcome = record.get("outcome", "not run")
+    if not ran(record):
+        return f"the query failed ({outcome}): {record.get('error') or 'no message'}"
+    rows = record.get("rows") or []
+    total = record.get("row_count", len(rows))
+    if not rows:
+        return "the query ran and returned no rows"
+    columns = [str(c) for c in record.get("columns") or []] or [
+        f"col{i + 1}" for i in range(len(rows[0]))
+    ]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows[:max_rows]:
+        lines.append("| " + " | ".join("NULL" if v is None else str(v) for v in row) + " |")
+    shown = min(len(rows), max_rows)
+    more = "+" if record.get("truncated") else ""
+    note = f"{total}{more} row(s)" + (f", first {shown} shown" if shown < total or more else "")
+    if outcome == Outcome.NULL_RESULT:
+        note += "; the result contains NULL values"
+    return note + "\n" + "\n".join(lines)
