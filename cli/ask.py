@@ -85,9 +85,11 @@ def _run_streaming(
 ) -> dict[str, Any]:
     final: dict[str, Any] = {}
     in_tokens = False
-    for mode, chunk in graph.stream(
-        payload, context=context, stream_mode=["custom", "messages", "values"]
+    # subgraphs=True: a pipeline made of pipelines (macsql+sqlfix) shows its stages' progress.
+    for namespace, mode, chunk in graph.stream(
+        payload, context=context, stream_mode=["custom", "messages", "values"], subgraphs=True
     ):
+        stage = "/".join(part.split(":", 1)[0] for part in namespace)
         if mode == "messages":
             message, _meta = chunk
             text = getattr(message, "content", "")
@@ -98,8 +100,9 @@ def _run_streaming(
             if in_tokens:
                 console.print()
                 in_tokens = False
-            console.print(_describe_event(chunk), markup=False)
-        elif mode == "values":
+            prefix = f"{stage} " if stage else ""
+            console.print(prefix + _describe_event(chunk), markup=False)
+        elif mode == "values" and not namespace:
             final = chunk
     if in_tokens:
         console.print()

@@ -183,3 +183,30 @@ def test_set_changes_the_run(capsys: pytest.CaptureFixture) -> None:
         )
     assert code == 1
     assert json.loads(capsys.readouterr().out)["attempts"] == 4
+
+
+def test_stream_shows_the_stages_of_a_pipeline_of_pipelines(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    def reply(prompt: str) -> str:
+        if "You are the Decomposer" in prompt:
+            return "```sql\nSELECT count(*) FROM singer\n```"
+        return 'The query counts the singers.\n{"verdict": "pass", "reason": "matches"}'
+
+    with ScriptedOpenAIServer(reply) as server:
+        code = main(
+            [
+                "ask",
+                "How many singers?",
+                "--db",
+                CONCERT,
+                "--stream",
+                "--pipeline",
+                "macsql+sqlfix",
+                *model_args(server),
+            ]
+        )
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "macsql [executor] done" in text
+    assert "sqlfix [sql_reviewer]" in text
