@@ -15,7 +15,6 @@ from pathlib import Path
 from macsql.cli.common import (
     UsageError,
     add_context_fields_argument,
-    build_context,
     check_models,
     parse_context_fields,
 )
@@ -25,7 +24,7 @@ from macsql.evals.predictions import (
     read_bird_predictions,
     read_spider_predictions,
 )
-from macsql.evals.runner import EvalOptions, RunDirectoryError, run_eval_sync
+from macsql.evals.runner import EvalOptions, RunDirectoryError, build_context, run_eval_sync
 from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
 from macsql.evals.ves import OFFICIAL_ITERATIONS
 from macsql.llm.models import ModelConfigError
@@ -144,12 +143,6 @@ def eval_main(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or str(Path("runs") / f"{args.dataset}-{args.split}-{mode}")
-    if not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
-        try:
-            check_models(build_context(args))
-        except (UsageError, ModelConfigError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
     options = EvalOptions(
         dataset=args.dataset,
         data_dir=args.data_dir,
@@ -175,6 +168,12 @@ def eval_main(args: argparse.Namespace) -> int:
         context_overrides=overrides,
         processes=max(1, args.processes),
     )
+    if not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
+        try:
+            check_models(build_context(options))  # the very Context the run will use
+        except (TypeError, ModelConfigError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         result = run_eval_sync(options)
     except (DatasetError, RunDirectoryError, KeyError) as exc:
