@@ -3,8 +3,9 @@
 Run: python benchmarks/bench_guard.py [--rounds 5]
 
 Times `check_statement` on every Spider dev gold query that has a database (972), in the SQLite
-and PostgreSQL dialects. "cold" clears the guard's only cache (the per-function-name verdicts)
-before every statement, so nothing is reused across statements; "warm" keeps it. The split line
+and PostgreSQL dialects. "cold" clears the guard's caches (the verdict per SQL text and the
+verdict per function name) before every statement, so nothing is reused; "warm" keeps them, as
+when the scorer checks a prediction that the executor has checked already. The split line
 times sqlglot's tokenizer and parser alone, to show what the checks add. The hostile corpora are
 timed too. Target: median under 1 ms.
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot.dialects.dialect import Dialect
 
-from macsql.database.guard import check_statement, forbidden_function_reason
+from macsql.database.guard import _cached_verdict, check_statement, forbidden_function_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER = Path(os.environ.get("MACSQL_DATA_DIR", ROOT.parent / "shared" / "data")) / "spider"
@@ -78,6 +79,11 @@ def row(label: str, samples: list[float]) -> str:
     )
 
 
+def _clear_caches() -> None:
+    forbidden_function_reason.cache_clear()
+    _cached_verdict.cache_clear()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="passes over the queries")
@@ -95,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             queries,
             lambda s, d=dialect: check_statement(s, d),
             args.rounds,
-            before=forbidden_function_reason.cache_clear,
+            before=_clear_caches,
         )
         warm = time_each(queries, lambda s, d=dialect: check_statement(s, d), args.rounds)
         dialect_obj = Dialect.get_or_raise(dialect)
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             hostile,
             lambda s, d=dialect: check_statement(s, d),
             args.rounds,
-            before=forbidden_function_reason.cache_clear,
+            before=_clear_caches,
         )
         allowed = sum(check_statement(s, dialect).allowed for s in hostile)
         print(f"  hostile corpus: {len(hostile)} statements, {allowed} allowed")

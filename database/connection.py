@@ -8,6 +8,7 @@ default to read-only transactions.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -174,3 +175,16 @@ def dispose_all() -> None:
         for engine in _engines.values():
             engine.dispose()
         _engines.clear()
+
+
+def _forget_engines_in_child() -> None:
+    """A forked process must not share its parent's pooled connections (SQLite and psycopg
+    both forbid it): drop them without closing what the parent still uses."""
+    global _engines_lock
+    _engines_lock = threading.Lock()  # another thread may have held it at the fork
+    for engine in _engines.values():
+        engine.dispose(close=False)
+    _engines.clear()
+
+
+os.register_at_fork(after_in_child=_forget_engines_in_child)

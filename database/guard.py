@@ -501,8 +501,19 @@ def _syntax_verdict(error: ParseError) -> GuardVerdict:
 def check_statement(sql: str, dialect: str) -> GuardVerdict:
     """Allow exactly one read-only query in `dialect` (sqlglot's name); refuse the rest.
 
-    Never raises for any input text: a statement the guard cannot analyse is refused.
+    Never raises for any input text: a statement the guard cannot analyse is refused. A verdict
+    depends on nothing but its two arguments, so verdicts on texts of ordinary length are
+    cached: an eval checks each prediction twice, in the pipeline's executor and in scoring.
     """
+    if len(sql) <= _CACHED_TEXT_MAX_CHARS:
+        return _cached_verdict(sql, dialect)
+    return _verdict(sql, dialect)
+
+
+_CACHED_TEXT_MAX_CHARS = 4_000
+
+
+def _verdict(sql: str, dialect: str) -> GuardVerdict:
     if len(sql) > MAX_SQL_CHARS:
         return _refuse(
             GuardKind.TOO_LONG,
@@ -561,6 +572,9 @@ def check_statement(sql: str, dialect: str) -> GuardVerdict:
             f"Rejected: found {len(roots)} statements. Send exactly one SELECT query.",
         )
     return _check_tree(roots[0], dialect)
+
+
+_cached_verdict = functools.lru_cache(maxsize=8192)(_verdict)
 
 
 def _unsupported(exc: Exception) -> GuardVerdict:

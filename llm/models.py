@@ -111,3 +111,13 @@ def _build_client(
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs
         raise ModelConfigError(f"cannot set up model {spec!r}: {exc}") from exc
     return client
+
+
+def _forget_clients_in_child() -> None:
+    """A forked process builds its own clients: their HTTP connections are the parent's."""
+    global _lock, _build_lock
+    _lock, _build_lock = threading.Lock(), threading.Lock()
+    _clients.clear()
+
+
+os.register_at_fork(after_in_child=_forget_clients_in_child)

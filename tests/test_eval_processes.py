@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SPIDER
 from test_pipelines_eval import SpiderResponder
 
 from macsql.cli.main import main
+from macsql.database.execution import Outcome, execute_sql
+from macsql.evals.datasets import EvalItem
+from macsql.evals.runner import EvalOptions, _shared_source, _start_method, run_eval
 from macsql.llm.scripted import ScriptedOpenAIServer
 
 
@@ -53,3 +64,118 @@ def test_items_are_shared_between_processes_exactly_once(
     assert summary["tokens_per_agent"]["decomposer"]["calls"] == 20 == requests
     predictions = (tmp_path / "pred.sql").read_text().splitlines()
     assert len(predictions) == 20 and "error" not in " ".join(predictions)
+
+
+# --- how the worker processes start and share -------------------------------------------------
+
+_FORKED_RUN = """
+import asyncio, json, os, sys
+from macsql.database.connection import get_engine, resolve_database
+from macsql.evals.runner import EvalOptions, run_eval
+
+class PidGraph:  # defined in __main__: no fresh process could import it by name
+    async def ainvoke(self, payload, context=None):
+        await asyncio.sleep(0.05)
+        return {"sql": f"SELECT {os.getpid()}", "status": "ok", "attempts": 1}
+
+# A pooled connection opened before the fork, which the children must not reuse.
+db = resolve_database(sys.argv[2] + "/database/concert_singer/concert_singer.sqlite")
+with get_engine(db).connect() as conn:
+    conn.exec_driver_sql("SELECT 1")
+options = EvalOptions(dataset="spider", data_dir=sys.argv[2], limit=16, concurrency=4,
+                      processes=2, out=sys.argv[1], progress=False)
+result = asyncio.run(run_eval(options, graph=PidGraph()))
+print(json.dumps({"parent": os.getpid(), "n": len(result.records)}))
+"""
+
+
+def test_forked_children_run_a_graph_object_and_share_the_items(tmp_path: Path) -> None:
+    """With no other thread running, children are forked: they start at once and use the very
+    graph object the caller passed, which a spawned process could not import by name."""
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED_RUN, str(out), str(SPIDER)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    parent = json.loads(done.stdout.strip().splitlines()[-1])["parent"]
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    live = [r for r in results if r["status"] != "skipped"]
+    assert sorted(r["index"] for r in results) == list(range(16))
+    pids = {int(r["prediction"].split()[1]) for r in live}
+    assert parent in pids and len(pids) == 2, pids
+
+
+def test_spawn_when_another_thread_runs() -> None:
+    """A thread could hold a lock at the fork; the forked case is the subprocess test above."""
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        assert _start_method() == "spawn"
+    finally:
+        release.set()
+        worker.join()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Python 3.12+: fork with threads
+def test_a_forked_child_opens_its_own_connections_and_clients(
+    scripted: Any,
+) -> None:
+    """Pooled SQLite connections and HTTP clients are the parent's; a fork must not share them."""
+    from macsql.database import connection
+    from macsql.llm import models
+
+    ref = connection.resolve_database(str(SPIDER / "database/concert_singer/concert_singer.sqlite"))
+    with connection.get_engine(ref).connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+    models._clients[("test",)] = object()  # type: ignore[assignment]
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit code, never return into pytest
+            ok = not connection._engines and not models._clients
+            result = execute_sql(ref, "SELECT count(*) FROM singer")
+            os._exit(0 if ok and result.outcome == Outcome.OK and result.rows else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert connection._engines and ("test",) in models._clients  # the parent keeps its own
+        assert execute_sql(ref, "SELECT count(*) FROM singer").rows
+    finally:
+        models._clients.pop(("test",), None)  # type: ignore[arg-type]
+
+
+def test_processes_take_items_from_one_counter_exactly_once() -> None:
+    ctx = multiprocessing.get_context("spawn")
+    position = ctx.Value("q", 0)
+    items = [EvalItem(index=i, db_id="d", question=f"q{i}", gold_sql="SELECT 1") for i in range(7)]
+    first, second = _shared_source(items, position), _shared_source(items, position)
+
+    async def drain() -> list[int]:
+        taken: list[int] = []
+        for source in [first, second] * 6:
+            item = await source()
+            if item is not None:
+                taken.append(item.index)
+        return taken
+
+    assert asyncio.run(drain()) == list(range(7))
+    assert asyncio.run(first()) is None and asyncio.run(second()) is None
+
+
+def test_the_collector_is_frozen_during_a_run_and_restored_after(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    class CountingGraph:
+        async def ainvoke(self, payload: dict[str, Any], context: Any = None) -> dict[str, Any]:
+            seen.append(gc.get_freeze_count())
+            return {"sql": "SELECT 1", "status": "ok", "attempts": 1}
+
+    before = gc.get_freeze_count()
+    options = EvalOptions(
+        dataset="spider", data_dir=str(SPIDER), limit=3, out=str(tmp_path), progress=False
+    )
+    asyncio.run(run_eval(options, graph=CountingGraph()))
+    assert seen and min(seen) > before
+    assert gc.get_freeze_count() == before

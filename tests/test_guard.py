@@ -354,3 +354,19 @@ def test_dialect_specific_functions_stay_allowed_elsewhere() -> None:
     assert check_statement("SELECT glob('a*', name) FROM singer", "sqlite").allowed
     assert check_statement("SELECT * FROM singer", "duckdb").allowed
     assert check_statement("FROM singer", "duckdb").allowed
+
+
+def test_verdicts_are_cached_by_text_and_dialect_but_not_for_very_long_texts() -> None:
+    from macsql.database.guard import _cached_verdict
+
+    _cached_verdict.cache_clear()
+    sql = "SELECT name FROM singer WHERE age > 30"
+    first = check_statement(sql, "sqlite")
+    assert check_statement(sql, "sqlite") is first  # the executor's verdict, reused by scoring
+    assert _cached_verdict.cache_info().hits == 1
+    refused = check_statement("DELETE FROM singer", "sqlite")
+    assert not refused and check_statement("DELETE FROM singer", "sqlite") is refused
+    check_statement(sql, "postgres")  # another dialect is decided on its own
+    assert _cached_verdict.cache_info().misses == 3
+    long_sql = "SELECT 1 " + " " * 5_000 + "FROM singer"
+    assert check_statement(long_sql, "sqlite") and _cached_verdict.cache_info().currsize == 3
