@@ -368,79 +368,49 @@ async def run_eval(
     pending = [item for item in items if item.index not in records]
     live = [item for item in pending if not item.skipped]
     with _collector_tuned_for_batch():
-        return await _run_loaded(
-            options,
-            dataset,
-            items,
-            pending,
-            live,
-            records,
-            out,
-            graph,
-            context,
-            scorer,
-            started,
-            on_record,
+        processes = 1 if options.gold else max(1, min(options.processes, len(live)))
+        # Children start before this process starts any thread, so that they can be forked.
+        pool = _WorkerPool(live, options, dataset.name, graph, processes) if processes > 1 else None
+        # The report's chart needs matplotlib (~1 s to import): load it while items are in flight.
+        threading.Thread(target=_preload_chart_modules, daemon=True).start()
+        loop = asyncio.get_running_loop()
+        executor = ThreadPoolExecutor(
+            max_workers=options.concurrency + 4, thread_name_prefix="macsql-eval"
+        )
+        loop.set_default_executor(executor)
+
+        writer = _ResultsWriter(out / RESULTS_FILE)
+        done_scope = [records[i.index] for i in items if i.index in records]
+        progress = _Progress(
+            options.progress,
+            len(items),
+            len(done_scope),
+            correct=sum(1 for r in done_scope if r.get("correct")),
+            scored=sum(1 for r in done_scope if r.get("correct") is not None),
+            failed=sum(1 for r in done_scope if r.get("status") == "failed"),
         )
 
+        def finish(record: dict[str, Any]) -> None:
+            writer.write(record)
+            records[record["index"]] = record
+            progress.advance(record)
+            if on_record is not None:
+                on_record(record)
 
-async def _run_loaded(
-    options: EvalOptions,
-    dataset: Dataset,
-    items: list[EvalItem],
-    pending: list[EvalItem],
-    live: list[EvalItem],
-    records: dict[int, dict[str, Any]],
-    out: Path,
-    graph: Any,
-    context: Any,
-    scorer: Scorer,
-    started: float,
-    on_record: Callable[[dict[str, Any]], None] | None,
-) -> RunResult:
-    processes = 1 if options.gold else max(1, min(options.processes, len(live)))
-    # Children start before this process starts any thread, so that they can be forked.
-    pool = _WorkerPool(live, options, dataset.name, graph, processes) if processes > 1 else None
-    # The report's chart needs matplotlib (~1 s to import): load it while items are in flight.
-    threading.Thread(target=_preload_chart_modules, daemon=True).start()
-    loop = asyncio.get_running_loop()
-    executor = ThreadPoolExecutor(
-        max_workers=options.concurrency + 4, thread_name_prefix="macsql-eval"
-    )
-    loop.set_default_executor(executor)
-
-    writer = _ResultsWriter(out / RESULTS_FILE)
-    done_scope = [records[i.index] for i in items if i.index in records]
-    progress = _Progress(
-        options.progress,
-        len(items),
-        len(done_scope),
-        correct=sum(1 for r in done_scope if r.get("correct")),
-        scored=sum(1 for r in done_scope if r.get("correct") is not None),
-        failed=sum(1 for r in done_scope if r.get("status") == "failed"),
-    )
-
-    def finish(record: dict[str, Any]) -> None:
-        writer.write(record)
-        records[record["index"]] = record
-        progress.advance(record)
-        if on_record is not None:
-            on_record(record)
-
-    try:
-        for item in pending:
-            if item.skipped:
-                finish(_skipped_record(item))
-        if pool is None:
-            share = max(1, options.concurrency)
-            await _run_items(_list_source(live), options, graph, context, scorer, share, finish)
-        else:
-            await pool.run(graph, context, scorer, finish)
-    finally:
-        progress.stop()
-        writer.close()
-        if pool is not None:
-            pool.close()
+        try:
+            for item in pending:
+                if item.skipped:
+                    finish(_skipped_record(item))
+            if pool is None:
+                share = max(1, options.concurrency)
+                await _run_items(_list_source(live), options, graph, context, scorer, share, finish)
+            else:
+                await pool.run(context, scorer, finish)
+        finally:
+            progress.stop()
+            writer.close()
+            if pool is not None:
+                pool.close()
 
     scope = [records[i.index] for i in items if i.index in records]
     ratios: dict[int, float] | None = None
@@ -471,7 +441,7 @@ def _collector_tuned_for_batch() -> Iterator[None]:
     Everything built before the first item (imported modules, graphs, dataset, schemas) lives
     until the end, yet every collection of the oldest generation would walk all of it again.
     `gc.freeze` moves it out of the collector's sight, and keeps its memory pages shared with
-    forked children; it is undone when the run ends. (Raising the collection thresholds as
+    forked children; it is undone once the items are done. (Raising the collection thresholds as
     well was measured, and was slower.)
     """
     gc.collect()
@@ -564,6 +534,7 @@ class _WorkerPool:
     ) -> None:
         self.items = items
         self.options = options
+        self.graph = graph
         self.method = _start_method()
         ctx = multiprocessing.get_context(self.method)
         self.share = max(1, options.concurrency // processes)
@@ -592,11 +563,7 @@ class _WorkerPool:
             child.start()
 
     async def run(
-        self,
-        graph: Any,
-        context: Any,
-        scorer: Scorer,
-        emit: Callable[[dict[str, Any]], None],
+        self, context: Any, scorer: Scorer, emit: Callable[[dict[str, Any]], None]
     ) -> None:
         loop = asyncio.get_running_loop()
         expected = len(self.items)
@@ -617,7 +584,9 @@ class _WorkerPool:
                 emit_counted(record)
 
         source = _shared_source(self.items, self.position)
-        mine = _run_items(source, self.options, graph, context, scorer, self.share, emit_counted)
+        mine = _run_items(
+            source, self.options, self.graph, context, scorer, self.share, emit_counted
+        )
         await asyncio.gather(mine, collect())
         if done[0] < expected:
             print(
