@@ -129,8 +129,9 @@ def _print_result(console: Console, output: dict[str, Any]) -> None:
         if output.get("truncated"):
             console.print("(rows truncated at the row cap)")
     attempts = output.get("attempts") or 0
+    outcome = f" ({output['outcome']})" if output.get("outcome") else ""
     console.print(
-        f"status: {output.get('status')} ({output.get('outcome')}), "
+        f"status: {output.get('status')}{outcome}, "
         f"{attempts} attempt{'s' if attempts != 1 else ''}"
         + (", Selector used" if output.get("selector_used") else ""),
         markup=False,

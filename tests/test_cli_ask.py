@@ -99,6 +99,16 @@ def test_http_500_exits_1_with_a_clear_message(capsys: pytest.CaptureFixture) ->
     assert "Traceback" not in captured.err
 
 
+def test_a_model_failure_reads_plainly_in_the_console(capsys: pytest.CaptureFixture) -> None:
+    """No SQL ran, so there is no outcome to show: the status line must not say "(None)"."""
+    with ScriptedOpenAIServer(lambda prompt: 500) as server:
+        code = main(["ask", QUESTION, "--db", CONCERT, *model_args(server)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "status: failed, 0 attempts" in captured.out and "None" not in captured.out
+    assert "error: model call failed" in captured.out and "Traceback" not in captured.err
+
+
 def test_console_script_on_the_demo_database(tmp_path: Path) -> None:
     env = {**os.environ, "MACSQL_CACHE_DIR": str(tmp_path)}
     with ScriptedOpenAIServer(["```sql\nSELECT count(*) FROM book\n```"]) as server:
