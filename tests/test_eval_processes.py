@@ -108,6 +108,46 @@ def test_forked_children_run_a_graph_object_and_share_the_items(tmp_path: Path) 
     assert parent in pids and len(pids) == 2, pids
 
 
+_PARENT_LAST_RUN = """
+import asyncio, json, os, sys, time
+from macsql.evals import runner
+
+runner._RESULTS_POLL_S = 60.0  # a collector left waiting on its poll would hang for a minute
+PARENT = os.getpid()
+
+class ParentSlowGraph:
+    async def ainvoke(self, payload, context=None):
+        await asyncio.sleep(3.0 if os.getpid() == PARENT else 0.1)
+        return {"sql": f"SELECT {os.getpid()}", "status": "ok", "attempts": 1}
+
+options = runner.EvalOptions(dataset="spider", data_dir=sys.argv[2], limit=8, concurrency=2,
+                             processes=2, out=sys.argv[1], progress=False)
+started = time.perf_counter()
+result = asyncio.run(runner.run_eval(options, graph=ParentSlowGraph()))
+print(json.dumps({"parent": PARENT, "n": len(result.records),
+                  "seconds": time.perf_counter() - started}))
+"""
+
+
+def test_run_ends_when_the_parents_own_item_is_the_last(tmp_path: Path) -> None:
+    """The parent finishes the run's last item while its collector waits on the children's
+    queue: the run must end then, not when that wait times out."""
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-c", _PARENT_LAST_RUN, str(out), str(SPIDER)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert report["n"] == 8 and sorted(r["index"] for r in results) == list(range(8))
+    pids = {int(r["prediction"].split()[1]) for r in results if r["status"] != "skipped"}
+    assert report["parent"] in pids  # the slow item was the parent's, so it ended last
+    assert report["seconds"] < 30, report
+
+
 def test_spawn_when_another_thread_runs() -> None:
     """A thread could hold a lock at the fork; the forked case is the subprocess test above."""
     release = threading.Event()
