@@ -9,6 +9,7 @@ or a model object a host already built) take precedence.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -118,6 +119,14 @@ def _forget_clients_in_child() -> None:
     global _lock, _build_lock
     _lock, _build_lock = threading.Lock(), threading.Lock()
     _clients.clear()
+    # langchain-openai also keeps one default httpx client per (base_url, timeout) for the
+    # whole process, which a rebuilt ChatOpenAI would pick up again with the parent's pooled
+    # connections. Its caches are private, so they are cleared only where they exist.
+    utils = sys.modules.get("langchain_openai.chat_models._client_utils")
+    for name in ("_cached_sync_httpx_client", "_cached_async_httpx_client"):
+        cache_clear = getattr(getattr(utils, name, None), "cache_clear", None)
+        if cache_clear is not None:
+            cache_clear()
 
 
 os.register_at_fork(after_in_child=_forget_clients_in_child)

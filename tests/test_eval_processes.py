@@ -186,6 +186,36 @@ def test_a_forked_child_opens_its_own_connections_and_clients(
         models._clients.pop(("test",), None)  # type: ignore[arg-type]
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Python 3.12+: fork with threads
+def test_a_forked_child_does_not_reuse_the_parents_http_connections() -> None:
+    """After the parent has called the model, its HTTP pool holds a live keep-alive connection;
+    a forked child must build its own client, or both would talk over one socket."""
+    from macsql.graph.context import Context
+    from macsql.llm.calls import call_model
+    from macsql.llm.models import get_chat_model
+
+    def transport_of(model: Any) -> int:  # the OpenAI SDK's httpx client (a private attribute)
+        return id(model.root_client._client)
+
+    with ScriptedOpenAIServer(lambda prompt: "SELECT 1") as server:
+        context = Context(model="openai:fork-check", base_url=server.base_url, api_key="k")
+        assert call_model(context, "decomposer", "hello").error is None
+        parent_transport = transport_of(get_chat_model(context, "decomposer"))
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit code, never return into pytest
+            try:
+                own = transport_of(get_chat_model(context, "decomposer")) != parent_transport
+                works = call_model(context, "decomposer", "hello").text == "SELECT 1"
+                os._exit(0 if own and works else 1)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # The parent's client is untouched and still works.
+        assert transport_of(get_chat_model(context, "decomposer")) == parent_transport
+        assert call_model(context, "decomposer", "hello").error is None
+
+
 def test_processes_take_items_from_one_counter_exactly_once() -> None:
     ctx = multiprocessing.get_context("spawn")
     position = ctx.Value("q", 0)
