@@ -142,6 +142,7 @@ def load_spider(data_dir: str | Path, split: str = "dev", *, db_url: str | None 
     if not db_root.is_dir() and (root / "test_database").is_dir():
         db_root = root / "test_database"
     items: list[EvalItem] = []
+    suites: dict[str, list[str] | None] = {}  # per database, not per question
     for index, rec in enumerate(records):
         db_id = rec["db_id"]
         gold = rec["query"]
@@ -152,20 +153,29 @@ def load_spider(data_dir: str | Path, split: str = "dev", *, db_url: str | None 
         item = EvalItem(
             index=index, db_id=db_id, question=rec["question"], gold_sql=gold, level=level
         )
-        main_file = db_root / db_id / f"{db_id}.sqlite"
-        if main_file.is_file():
-            item.db = str(main_file)
-            item.db_files = sorted(
-                str(p)
-                for p in main_file.parent.iterdir()
-                if p.is_file() and p.name.endswith(".sqlite")
-            )
+        if db_id not in suites:
+            suites[db_id] = _spider_suite(db_root / db_id / f"{db_id}.sqlite")
+        suite = suites[db_id]
+        if suite is not None:
+            item.db = suite[0]
+            item.db_files = suite[1:]
         else:
             item.skip_reason = missing_database_reason(db_id)
         items.append(item)
     if db_url:
         _apply_db_url(items, db_url)
     return Dataset("spider", split, root, question_file, items, _tables_by_db(root / "tables.json"))
+
+
+def _spider_suite(main_file: Path) -> list[str] | None:
+    """The database's main file, then every SQLite file of its folder (a test suite holds
+    several); None when the main file is missing."""
+    if not main_file.is_file():
+        return None
+    files = sorted(
+        str(p) for p in main_file.parent.iterdir() if p.is_file() and p.name.endswith(".sqlite")
+    )
+    return [str(main_file), *files]
 
 
 def _bird_question_file(root: Path, split: str) -> Path:
