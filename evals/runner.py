@@ -592,12 +592,14 @@ class _WorkerPool:
 
         async def mine() -> None:
             source = _shared_source(self.items, self.position)
-            await _run_items(
-                source, self.options, self.graph, context, scorer, self.share, emit_counted
-            )
-            # When this process's item is the run's last one, the collector is blocked on the
-            # queue; wake it now rather than when its poll times out.
-            self.results.put(None)
+            try:
+                await _run_items(
+                    source, self.options, self.graph, context, scorer, self.share, emit_counted
+                )
+            finally:
+                # When this process's item is the run's last one, the collector is blocked on
+                # the queue; wake it now rather than when its poll times out.
+                self.results.put(None)
 
         await asyncio.gather(mine(), collect())
         if done[0] < expected:
