@@ -19,6 +19,21 @@ SPIDER = DATA / "spider"
 BIRD = DATA / "bird_dev"
 
 
+def spider_eval_args(out: Path, *options: str, data_dir: Path = SPIDER) -> list[str]:
+    """`macsql eval` arguments for Spider without a progress bar, writing under `out`."""
+    return [
+        "eval",
+        "--dataset",
+        "spider",
+        "--data-dir",
+        str(data_dir),
+        *options,
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+
+
 def spider_db(db_id: str) -> Path:
     return SPIDER / "database" / db_id / f"{db_id}.sqlite"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SPIDER
+from conftest import SPIDER, spider_eval_args
 from test_pipelines_eval import SpiderResponder
 
 from macsql.cli.main import main
@@ -31,12 +31,8 @@ def test_items_are_shared_between_processes_exactly_once(
     responder = SpiderResponder()
     with ScriptedOpenAIServer(responder) as server:
         code = main(
-            [
-                "eval",
-                "--dataset",
-                "spider",
-                "--data-dir",
-                str(SPIDER),
+            spider_eval_args(
+                tmp_path,
                 "--limit",
                 "20",
                 "--processes",
@@ -49,10 +45,7 @@ def test_items_are_shared_between_processes_exactly_once(
                 server.base_url,
                 "--api-key",
                 "k",
-                "--out",
-                str(tmp_path),
-                "--no-progress",
-            ]
+            )
         )
         requests = server.requests
     assert code == 0, capsys.readouterr()

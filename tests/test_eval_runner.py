@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import spider_eval_args
 
 from macsql.evals.predictions import NO_PREDICTION, read_spider_predictions
 from macsql.evals.runner import EvalOptions, RunDirectoryError, run_eval, run_eval_sync
@@ -222,40 +223,8 @@ def test_cli_eval_gold_subset(tmp_path: Path, capsys: pytest.CaptureFixture) -> 
     from macsql.evals.cli import main
 
     out = tmp_path / "cli"
-    assert (
-        main(
-            [
-                "eval",
-                "--dataset",
-                "spider",
-                "--data-dir",
-                str(SPIDER),
-                "--gold",
-                "--limit",
-                "30",
-                "--out",
-                str(out),
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
+    assert main(spider_eval_args(out, "--gold", "--limit", "30")) == 0
     text = capsys.readouterr().out
     assert "execution (EX)" in text and "100.00" in text
     assert len((out / "pred.sql").read_text().splitlines()) == 30
-    assert (
-        main(
-            [
-                "eval",
-                "--dataset",
-                "spider",
-                "--data-dir",
-                str(tmp_path / "nowhere"),
-                "--gold",
-                "--out",
-                str(tmp_path / "x"),
-                "--no-progress",
-            ]
-        )
-        == 2
-    )
+    assert main(spider_eval_args(tmp_path / "x", "--gold", data_dir=tmp_path / "nowhere")) == 2

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SPIDER, spider_eval_args
 
 from macsql.cli.main import main
 from macsql.llm.scripted import ScriptedOpenAIServer
 
-SPIDER = Path("/work/shared/data/spider")
 LIMIT = 20
 
 pytestmark = pytest.mark.skipif(
@@ -80,12 +80,8 @@ def _eval(pipeline: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     out = tmp_path / pipeline
     with ScriptedOpenAIServer(responder) as server:
         code = main(
-            [
-                "eval",
-                "--dataset",
-                "spider",
-                "--data-dir",
-                str(SPIDER),
+            spider_eval_args(
+                out,
                 "--pipeline",
                 pipeline,
                 "--limit",
@@ -96,12 +92,9 @@ def _eval(pipeline: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
                 server.base_url,
                 "--api-key",
                 "test-key",
-                "--out",
-                str(out),
-                "--no-progress",
                 "--ves-iterations",
                 "0",
-            ]
+            )
         )
         requests = server.requests
     printed = capsys.readouterr().out

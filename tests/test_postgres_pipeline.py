@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 
 import pytest
-from conftest import spider_db
+from conftest import spider_db, spider_eval_args
 
 from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine
@@ -71,27 +71,12 @@ def test_ask_on_postgres_with_a_refine(
 
 
 def test_eval_gold_on_postgres(pg_admin_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from conftest import SPIDER
 
     from macsql.database.postgres_loader import database_url
 
     url = database_url(pg_admin_url, "DBID").replace("DBID", "{db_id}")
     out = tmp_path / "pg-gold"
-    code = main(
-        [
-            "eval",
-            "--dataset",
-            "spider",
-            "--data-dir",
-            str(SPIDER),
-            "--gold",
-            "--db-url",
-            url,
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
-    )
+    code = main(spider_eval_args(out, "--gold", "--db-url", url))
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     # Every gold query that is valid PostgreSQL scores; SQLite-only gold is a dataset error.
