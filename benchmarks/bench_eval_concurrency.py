@@ -9,7 +9,9 @@ runs in its own process, as a real model server would, so its work does not comp
 process's GIL. The MAC-SQL pipeline then runs over the Spider dev items that have a database
 (972) through `macsql.evals.runner`, over real HTTP with the real OpenAI client.
 
-The ideal wall time is model calls × delay / concurrency; the target is within 1.25× of it.
+`--concurrency` caps the model requests in flight; the server counts the most it served at once
+(`server_peak_in_flight`), so the figure cannot come from exceeding the cap. The ideal wall time
+is model calls × delay / concurrency; the target is within 1.25× of it.
 On a shared machine one run's time can move by a quarter; `--repeat N` runs N times, each in a
 fresh process, and reports every run and their median.
 Before the timed run the schemas are built once per database and the pipeline and OpenAI
@@ -63,7 +65,12 @@ def serve(delay: float) -> None:
     with ScriptedOpenAIServer(_responder(SPIDER / "dev.json"), delay=delay) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()  # until the parent closes our stdin
-        print(json.dumps({"requests": server.requests, "cpu_s": time.process_time()}), flush=True)
+        stats = {
+            "requests": server.requests,
+            "peak_in_flight": server.peak_in_flight,
+            "cpu_s": time.process_time(),
+        }
+        print(json.dumps(stats), flush=True)
 
 
 # --- the benchmark ---------------------------------------------------------------------------
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         "ex": summary["ex"],
         "model_calls": calls,
         "server_requests": stats.get("requests", 0),
+        "server_peak_in_flight": stats.get("peak_in_flight", 0),
         "server_cpu_s": round(stats.get("cpu_s", 0.0), 2),
         "calls_per_item": round(calls / items, 3) if items else 0.0,
         "calls_by_agent": {a: int(u["calls"]) for a, u in summary["tokens_per_agent"].items()},

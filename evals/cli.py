@@ -87,7 +87,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="no model: feed the gold SQL through execution and scoring",
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    parser.add_argument("--concurrency", type=int, default=8, help="items in flight (8)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        help="model requests in flight at most; a few more items are in progress, so that SQL "
+        "execution and scoring overlap the model's latency (8)",
+    )
     parser.add_argument(
         "--processes",
         type=int,

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from macsql.graph.context import Context
 from macsql.llm.models import ModelConfigError, get_chat_model
+from macsql.llm.request_slots import model_request_slot
 
 Usage = dict[str, dict[str, float]]
 
@@ -63,22 +64,25 @@ def call_model(
     messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
         messages.insert(0, SystemMessage(system))
-    started = time.perf_counter()
     try:
         model = get_chat_model(context, agent)
-        reply = model.invoke(
-            messages, config={"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}}
-        )
     except ModelConfigError as exc:
         return ModelReply("", f"model configuration error: {exc}", {})
-    except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
+    with model_request_slot():  # latency counts from the slot, not the wait for it
+        started = time.perf_counter()
+        try:
+            reply = model.invoke(
+                messages,
+                config={"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}},
+            )
+        except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
+            latency = time.perf_counter() - started
+            return ModelReply(
+                "",
+                f"model call failed ({type(exc).__name__}): {_first_line(exc)}",
+                {agent: usage_entry(None, latency)},
+            )
         latency = time.perf_counter() - started
-        return ModelReply(
-            "",
-            f"model call failed ({type(exc).__name__}): {_first_line(exc)}",
-            {agent: usage_entry(None, latency)},
-        )
-    latency = time.perf_counter() - started
     return ModelReply(_text_of(reply), None, {agent: usage_entry(reply, latency)})
 
 

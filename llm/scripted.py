@@ -126,7 +126,8 @@ class ScriptedOpenAIServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
     Use as a context manager; `base_url` is what a client needs. `delay` seconds pass before
-    each answer. `requests` counts the chat-completion requests served.
+    each answer. `requests` counts the chat-completion requests served; `peak_in_flight` is
+    the most that were being served at once.
     """
 
     def __init__(
@@ -135,6 +136,8 @@ class ScriptedOpenAIServer:
         self._script = _Script(responder)
         self.delay = delay
         self.requests = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self.bodies: list[dict[str, Any]] = []
         self._count_lock = threading.Lock()
         server = self
@@ -166,16 +169,22 @@ class ScriptedOpenAIServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send_json(404, {"error": {"message": "not found"}})
                     return
+                prompt = prompt_text(body.get("messages", []))
+                # In flight from the request until its answer is ready: the client cannot send
+                # another on this connection before the answer is written, so the peak is exact.
                 with server._count_lock:
                     server.requests += 1
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                     server.bodies.append(body)
-                prompt = prompt_text(body.get("messages", []))
                 try:
                     reply = server._script.next(prompt)
                 except Exception as exc:
                     reply = exc
                 if server.delay:
                     time.sleep(server.delay)
+                with server._count_lock:
+                    server.in_flight -= 1
                 if isinstance(reply, int):
                     self._send_json(
                         reply,

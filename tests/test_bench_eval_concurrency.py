@@ -25,6 +25,7 @@ def test_one_run_reports_its_figures_and_verdict() -> None:
     figures = json.loads("\n".join(lines[:-1]))
     assert figures["items"] == 12 and figures["ex"] == 100.0 and figures["failed"] == 0
     assert figures["model_calls"] == figures["server_requests"] > 0
+    assert 1 <= figures["server_peak_in_flight"] <= 4  # the run's --concurrency
     ideal = figures["model_calls"] * 0.01 / 4
     assert abs(figures["ideal_s"] - round(ideal, 2)) < 1e-9
     assert lines[-1].startswith(f"wall {figures['wall_s']}s vs ideal {figures['ideal_s']}s")

@@ -20,7 +20,13 @@ from test_pipelines_eval import SpiderResponder
 from macsql.cli.main import main
 from macsql.database.execution import Outcome, execute_sql
 from macsql.evals.datasets import EvalItem
-from macsql.evals.runner import EvalOptions, _shared_source, _start_method, run_eval
+from macsql.evals.runner import (
+    EvalOptions,
+    _request_shares,
+    _shared_source,
+    _start_method,
+    run_eval,
+)
 from macsql.llm.scripted import ScriptedOpenAIServer
 
 
@@ -29,7 +35,7 @@ def test_items_are_shared_between_processes_exactly_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], processes: int
 ) -> None:
     responder = SpiderResponder()
-    with ScriptedOpenAIServer(responder) as server:
+    with ScriptedOpenAIServer(responder, delay=0.05) as server:
         code = main(
             spider_eval_args(
                 tmp_path,
@@ -38,7 +44,7 @@ def test_items_are_shared_between_processes_exactly_once(
                 "--processes",
                 str(processes),
                 "--concurrency",
-                "6",
+                "5",
                 "--model",
                 "openai:scripted",
                 "--base-url",
@@ -47,8 +53,10 @@ def test_items_are_shared_between_processes_exactly_once(
                 "k",
             )
         )
-        requests = server.requests
+        requests, peak = server.requests, server.peak_in_flight
     assert code == 0, capsys.readouterr()
+    # The processes split the 5 request slots (3+2, 2+2+1), each working on more items than that.
+    assert peak <= 5
     results = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert sorted(r["index"] for r in results) == list(range(20))
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -207,6 +215,16 @@ def test_a_forked_child_does_not_reuse_the_parents_http_connections() -> None:
         # The parent's client is untouched and still works.
         assert transport_of(get_chat_model(context, "decomposer")) == parent_transport
         assert call_model(context, "decomposer", "hello").error is None
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "processes", "shares"),
+    [(32, 2, [16, 16]), (5, 2, [3, 2]), (5, 3, [2, 2, 1]), (2, 2, [1, 1]), (7, 1, [7])],
+)
+def test_processes_split_the_request_slots_without_losing_any(
+    concurrency: int, processes: int, shares: list[int]
+) -> None:
+    assert _request_shares(concurrency, processes) == shares
 
 
 def test_processes_take_items_from_one_counter_exactly_once() -> None:

@@ -13,7 +13,13 @@ import pytest
 from conftest import spider_eval_args
 
 from macsql.evals.predictions import NO_PREDICTION, read_spider_predictions
-from macsql.evals.runner import EvalOptions, RunDirectoryError, run_eval, run_eval_sync
+from macsql.evals.runner import (
+    EvalOptions,
+    RunDirectoryError,
+    items_in_flight,
+    run_eval,
+    run_eval_sync,
+)
 from macsql.evals.scoring import score_predictions
 
 DATA = Path(
@@ -204,6 +210,25 @@ def test_concurrency_is_not_capped_by_the_default_executor(tmp_path: Path) -> No
     asyncio.run(run_eval(options, graph=SyncNodeGraph()))
     elapsed = time.perf_counter() - started
     assert elapsed < 1.2, f"24 x 0.3s at concurrency 24 took {elapsed:.2f}s"
+
+
+@needs_spider
+def test_more_items_than_request_slots_are_in_progress(tmp_path: Path) -> None:
+    """`concurrency` caps model requests; items past it do their local work meanwhile."""
+
+    class CountingGraph:
+        now = peak = 0
+
+        async def ainvoke(self, payload: dict[str, Any], context: Any = None) -> dict[str, Any]:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            await asyncio.sleep(0.05)
+            self.now -= 1
+            return {"sql": "SELECT 1", "status": "ok", "attempts": 1}
+
+    graph = CountingGraph()
+    asyncio.run(run_eval(_options(tmp_path, limit=16, concurrency=4), graph=graph))
+    assert graph.peak == items_in_flight(4) == 6
 
 
 @needs_spider

@@ -75,10 +75,16 @@ class SpiderResponder:
         raise LookupError(f"unexpected prompt: {prompt[:120]!r}")
 
 
-def _eval(pipeline: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def _eval(
+    pipeline: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *options: str,
+    delay: float = 0.0,
+) -> dict[str, Any]:
     responder = SpiderResponder()
     out = tmp_path / pipeline
-    with ScriptedOpenAIServer(responder) as server:
+    with ScriptedOpenAIServer(responder, delay=delay) as server:
         code = main(
             spider_eval_args(
                 out,
@@ -94,9 +100,10 @@ def _eval(pipeline: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
                 "test-key",
                 "--ves-iterations",
                 "0",
+                *options,
             )
         )
-        requests = server.requests
+        requests, peak = server.requests, server.peak_in_flight
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert responder.unknown == []
@@ -107,7 +114,7 @@ def _eval(pipeline: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert all(r["status"] == "ok" and r["error"] is None for r in results)
     calls = {agent: int(v["calls"]) for agent, v in summary["tokens_per_agent"].items()}
     assert sum(calls.values()) == requests  # every HTTP request is accounted to an agent
-    return {"calls": calls, "results": results, "printed": printed}
+    return {"calls": calls, "results": results, "printed": printed, "peak_in_flight": peak}
 
 
 def test_macsql_eval_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,6 +137,16 @@ def test_r3_eval_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     # Consensus in round 1 for every item: write + revise, one persona call, 3 reviewers.
     assert run["calls"] == {"writer": 2 * LIMIT, "persona": LIMIT, "reviewer": 3 * LIMIT}
     assert all(r["attempts"] == 1 for r in run["results"])
+
+
+def test_concurrency_caps_the_requests_of_fanned_out_reviewers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each R^3 item asks its 3 reviewers at once, and more than 2 items are in progress; still
+    # the endpoint serves --concurrency requests at a time, never more.
+    run = _eval("r3", tmp_path, capsys, "--concurrency", "2", delay=0.05)
+    assert run["peak_in_flight"] == 2
+    assert run["calls"]["reviewer"] == 3 * LIMIT
 
 
 def test_macsql_then_sqlfix_eval_end_to_end(
