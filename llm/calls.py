@@ -68,6 +68,8 @@ def call_model(
         model = get_chat_model(context, agent)
     except ModelConfigError as exc:
         return ModelReply("", f"model configuration error: {exc}", {})
+    except Exception as exc:  # a provider's package failing as it builds its client
+        return _failed_call(agent, exc, 0.0)
     with model_request_slot():  # latency counts from the slot, not the wait for it
         started = time.perf_counter()
         try:
@@ -76,14 +78,17 @@ def call_model(
                 config={"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}},
             )
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
-            latency = time.perf_counter() - started
-            return ModelReply(
-                "",
-                f"model call failed ({type(exc).__name__}): {_first_line(exc)}",
-                {agent: usage_entry(None, latency)},
-            )
+            return _failed_call(agent, exc, time.perf_counter() - started)
         latency = time.perf_counter() - started
     return ModelReply(_text_of(reply), None, {agent: usage_entry(reply, latency)})
+
+
+def _failed_call(agent: str, exc: Exception, latency: float) -> ModelReply:
+    return ModelReply(
+        "",
+        f"model call failed ({type(exc).__name__}): {_first_line(exc)}",
+        {agent: usage_entry(None, latency)},
+    )
 
 
 def _text_of(message: Any) -> str:

@@ -105,3 +105,17 @@ def test_no_cap_means_no_slot_is_taken() -> None:
 def test_a_cap_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         RequestSlots(0)
+
+
+def test_a_client_that_fails_to_build_is_a_failed_call_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(context: Context, agent: str) -> Any:
+        raise RuntimeError("provider package is broken")
+
+    monkeypatch.setattr("macsql.llm.calls.get_chat_model", broken)
+    with limit_model_requests(1) as slots:
+        reply = call_model(Context(), "decomposer", "q")
+        assert slots.peak == 0  # no slot is taken for a call that never starts
+    assert reply.failed
+    assert reply.error == "model call failed (RuntimeError): provider package is broken"
