@@ -170,8 +170,8 @@ class ScriptedOpenAIServer:
                     self._send_json(404, {"error": {"message": "not found"}})
                     return
                 prompt = prompt_text(body.get("messages", []))
-                # In flight from the request until its answer is ready: the client cannot send
-                # another on this connection before the answer is written, so the peak is exact.
+                # In flight until the answer is ready, before it is written: a client frees its
+                # request slot only after reading the answer, so the peak cannot overcount.
                 with server._count_lock:
                     server.requests += 1
                     server.in_flight += 1
