@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import wrong_then_fixed
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
@@ -44,12 +45,7 @@ def checkpoints(tmp_path: Path) -> Iterator[Callable[[], SqliteSaver]]:
         conn.close()
 
 
-def _responder(prompt: str) -> str:
-    if prompt.startswith("You are the Refiner"):
-        return f"Use the table that exists.\n```sql\n{FIXED_SQL}\n```"
-    if prompt.startswith("You are the Decomposer"):
-        return f"```sql\n{WRONG_SQL}\n```\nQuestion Solved."
-    raise AssertionError(f"unexpected prompt {prompt[:60]!r}")
+_responder = wrong_then_fixed(WRONG_SQL, FIXED_SQL)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import wrong_then_fixed
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -46,12 +47,7 @@ def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MACSQL_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _responder(prompt: str) -> str:
-    if prompt.startswith("You are the Refiner"):
-        return f"The column name is wrong.\n```sql\n{FIXED_SQL}\n```"
-    if prompt.startswith("You are the Decomposer"):
-        return f"```sql\n{WRONG_SQL}\n```\nQuestion Solved."
-    raise AssertionError(f"unexpected prompt {prompt[:60]!r}")
+_responder = wrong_then_fixed(WRONG_SQL, FIXED_SQL)
 
 
 @pytest.fixture
