@@ -90,18 +90,23 @@ print(json.dumps({"parent": os.getpid(), "n": len(result.records)}))
 """
 
 
-def test_forked_children_run_a_graph_object_and_share_the_items(tmp_path: Path) -> None:
-    """With no other thread running, children are forked: they start at once and use the very
-    graph object the caller passed, which a spawned process could not import by name."""
-    out = tmp_path / "run"
+def _run_script(script: str, out: Path) -> dict[str, Any]:
+    """Run an eval script in a fresh interpreter (args: out dir, Spider dir); its last line."""
     done = subprocess.run(
-        [sys.executable, "-c", _FORKED_RUN, str(out), str(SPIDER)],
+        [sys.executable, "-c", script, str(out), str(SPIDER)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    parent = json.loads(done.stdout.strip().splitlines()[-1])["parent"]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_forked_children_run_a_graph_object_and_share_the_items(tmp_path: Path) -> None:
+    """With no other thread running, children are forked: they start at once and use the very
+    graph object the caller passed, which a spawned process could not import by name."""
+    out = tmp_path / "run"
+    parent = _run_script(_FORKED_RUN, out)["parent"]
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     live = [r for r in results if r["status"] != "skipped"]
     assert sorted(r["index"] for r in results) == list(range(16))
@@ -134,14 +139,7 @@ def test_run_ends_when_the_parents_own_item_is_the_last(tmp_path: Path) -> None:
     """The parent finishes the run's last item while its collector waits on the children's
     queue: the run must end then, not when that wait times out."""
     out = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-c", _PARENT_LAST_RUN, str(out), str(SPIDER)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _run_script(_PARENT_LAST_RUN, out)
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert report["n"] == 8 and sorted(r["index"] for r in results) == list(range(8))
     pids = {int(r["prediction"].split()[1]) for r in results if r["status"] != "skipped"}
