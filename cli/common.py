@@ -7,9 +7,10 @@ from dataclasses import fields, replace
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.models import get_chat_model
+from macsql.nodes.model_calls import settings_for
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -138,13 +139,10 @@ def enable_cache(args: argparse.Namespace) -> None:
 def check_models(context: Context) -> None:
     """Set up the default model and every per-agent override now, so a missing key or an
     unknown provider stops the command with one line instead of failing every question."""
-    agents = ["default"] + [
-        f.name.removesuffix("_model")
-        for f in fields(Context)
-        if f.name.endswith("_model") and getattr(context, f.name)
-    ]
-    for agent in agents:
-        get_chat_model(context, agent)
+    for agent in Agent:
+        if agent is Agent.SQL_TOOL and context.sql_generator.strip().lower() == "decomposer":
+            continue  # the SQLTool reuses the Decomposer's model
+        get_chat_model(settings_for(context, agent))
 
 
 def resolve_db_argument(value: str) -> str:

@@ -27,12 +27,8 @@ from macsql.database.connection import DatabaseRef, get_engine, get_sql_database
 from macsql.database.execution import Outcome, execute_sql
 
 SCHEMA_FORMAT_VERSION = 3
-MAX_EXAMPLE_CHARS = 40
-MAX_DESCRIPTION_CHARS = 240
 LONG_TEXT_CHARS = 50
 SAMPLE_BLOCKS = 8
-
-Selection = dict[str, Any]  # table -> "keep_all" | "drop_all" | [columns]
 
 
 @dataclass
@@ -99,22 +95,12 @@ class SchemaInfo:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    # A cached schema serves every question on its database: convert and render it once.
-    # (cached_property keeps these out of asdict(), which only walks the fields.)
+    # A cached schema serves every question on its database: convert it once.
+    # (cached_property keeps it out of asdict(), which only walks the fields.)
     @cached_property
     def state_dict(self) -> dict[str, Any]:
         """`to_dict()`, computed once; shared, so callers must not mutate it."""
         return self.to_dict()
-
-    @cached_property
-    def text(self) -> str:
-        """`render_schema(self)`, computed once."""
-        return render_schema(self)
-
-    @cached_property
-    def foreign_keys_text(self) -> str:
-        """`render_foreign_keys(self)`, computed once."""
-        return render_foreign_keys(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SchemaInfo:
@@ -127,113 +113,6 @@ class SchemaInfo:
             ],
             foreign_keys=[ForeignKey(**fk) for fk in data["foreign_keys"]],
         )
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _quoted(value: Any, limit: int) -> str:
-    """A value as a JSON literal, cut to `limit` characters: data, never instructions."""
-    if isinstance(value, str):
-        flat = " ".join(value.split())
-        if len(flat) > limit:
-            flat = flat[: limit - 1] + "…"
-        return _escape_markup(json.dumps(flat, ensure_ascii=False))
-    if isinstance(value, int | float | bool):
-        return json.dumps(value)
-    return _escape_markup(json.dumps(str(value)))
-
-
-def _escape_markup(literal: str) -> str:
-    """`<` and `>` as JSON escapes, so no value can close the prompt's <schema> block."""
-    return literal.replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def render_column(col: ColumnInfo) -> str:
-    parts = [f"{col.name}: {col.type or 'ANY'}"]
-    if col.primary_key:
-        parts.append("primary key")
-    if col.full_name and col.full_name.lower() != col.name.lower():
-        parts.append(f"full name {_quoted(col.full_name, MAX_DESCRIPTION_CHARS)}")
-    if col.description and col.description.lower() not in (col.name.lower(), col.full_name.lower()):
-        parts.append(f"description {_quoted(col.description, MAX_DESCRIPTION_CHARS)}")
-    if col.value_description:
-        parts.append(f"values mean {_quoted(col.value_description, MAX_DESCRIPTION_CHARS)}")
-    if col.examples:
-        shown = ", ".join(_quoted(v, MAX_EXAMPLE_CHARS) for v in col.examples)
-        parts.append(f"value examples [{shown}]")
-    if col.has_nulls:
-        parts.append("contains NULL")
-    return "(" + ", ".join(parts) + ")"
-
-
-def render_schema(schema: SchemaInfo) -> str:
-    """One block per table, in MAC-SQL's layout."""
-    blocks = []
-    for table in schema.tables:
-        lines = [f"# Table: {table.name}", "["]
-        lines += [f"  {render_column(c)}," for c in table.columns]
-        if len(lines) > 2:
-            lines[-1] = lines[-1].rstrip(",")
-        lines.append("]")
-        blocks.append("\n".join(lines))
-    return "\n".join(blocks)
-
-
-def render_foreign_keys(schema: SchemaInfo) -> str:
-    """`t1.c = t2.c` lines, columns quoted the way the database's dialect quotes them."""
-    q = '"' if schema.dialect == "postgres" else "`"
-    return "\n".join(
-        f"{fk.table}.{q}{fk.column}{q} = {fk.ref_table}.{q}{fk.ref_column}{q}"
-        for fk in schema.foreign_keys
-    )
-
-
-# --------------------------------------------------------------------------- selection
-
-
-@dataclass
-class SelectionResult:
-    schema: SchemaInfo
-    notes: list[str]
-    applied: bool
-
-
-def apply_selection(schema: SchemaInfo, selection: Selection) -> SelectionResult:
-    """Prune `schema` by a Selector reply; keys always stay, dropped tables lose their FK lines.
-
-    Unknown tables or columns are ignored and noted. A selection that would leave no table is
-    not applied (`applied=False`), so the caller falls back to the full schema.
-    """
-    notes: list[str] = []
-    decisions: dict[str, Any] = {}
-    for name, choice in selection.items():
-        table = schema.table(str(name))
-        if table is None:
-            notes.append(f"unknown table {name!r} ignored")
-            continue
-        decisions[table.name] = choice
-    kept: list[TableInfo] = []
-    for table in schema.tables:
-        choice = decisions.get(table.name, "keep_all")
-        if choice == "drop_all":
-            continue
-        if isinstance(choice, list):
-            wanted = {str(c).strip('`"[] ').lower() for c in choice}
-            known = {c.name.lower() for c in table.columns}
-            notes += [f"unknown column {table.name}.{c!r} ignored" for c in sorted(wanted - known)]
-            keys = {k.lower() for k in schema.key_columns(table.name)}
-            columns = [c for c in table.columns if c.name.lower() in wanted | keys]
-            kept.append(TableInfo(table.name, columns or list(table.columns)))
-        else:
-            if choice != "keep_all":
-                notes.append(f"unrecognised choice for {table.name!r}: kept whole")
-            kept.append(table)
-    if not kept:
-        return SelectionResult(schema, [*notes, "selection dropped every table"], False)
-    names = {t.name for t in kept}
-    fks = [fk for fk in schema.foreign_keys if fk.table in names and fk.ref_table in names]
-    return SelectionResult(SchemaInfo(schema.db_name, schema.dialect, kept, fks), notes, True)
 
 
 # --------------------------------------------------------------------------- building

@@ -35,7 +35,7 @@ from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it 
 
 from macsql.graph.context import Context
 from macsql.graph.macsql_graph import graph as macsql_graph
-from macsql.llm.calls import Usage, merge_usage
+from macsql.graph.state import Usage, merge_usage
 
 # --------------------------------------------------------------------------- shared helpers
 

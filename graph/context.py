@@ -7,9 +7,32 @@ with the descriptions below, as the graph's configurable settings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Literal
 
 DatasetStyle = Literal["bird", "spider"]
+
+
+class Agent(StrEnum):
+    """Every agent that calls a model. The value names its usage entry, its stream events and
+    its model-call tag (`macsql:<value>`); `model_field` names its Context override."""
+
+    SELECTOR = "selector"
+    DECOMPOSER = "decomposer"
+    REFINER = "refiner"
+    SQL_TOOL = "sql_tool"
+    """SQLFixAgent's SQLTool when `sql_generator` names a model (else the Decomposer runs)."""
+    REVIEWER = "reviewer"
+    """SQLFixAgent's SQLReviewer and R^3's reviewers."""
+    QUERY_CRAFTER = "query_crafter"
+    SQL_REFINER = "sql_refiner"
+    WRITER = "writer"
+    PERSONA = "persona"
+
+    @property
+    def model_field(self) -> str:
+        """The Context field holding this agent's model ('' means the default `model`)."""
+        return "sql_generator" if self is Agent.SQL_TOOL else f"{self.value}_model"
 
 
 def _doc(text: str, **extra: object) -> dict[str, object]:
@@ -200,9 +223,9 @@ class Context:
         ),
     )
 
-    def model_for(self, agent: str) -> str:
+    def model_for(self, agent: Agent) -> str:
         """The model string an agent uses: its override, else the default."""
-        override = getattr(self, f"{agent}_model", None)
+        override = getattr(self, Agent(agent).model_field, None)
         return override or self.model
 
     @classmethod

@@ -12,7 +12,18 @@ from typing import Annotated, Any, Literal, NotRequired
 # pydantic (and so the LangGraph server's schemas) needs typing_extensions' TypedDict on 3.11.
 from typing_extensions import TypedDict
 
-from macsql.llm.calls import Usage, merge_usage
+Usage = dict[str, dict[str, float]]
+"""Per agent: calls, input_tokens, output_tokens, latency_s."""
+
+
+def merge_usage(left: Usage | None, right: Usage | None) -> Usage:
+    """State reducer: add per-agent counters."""
+    merged: Usage = {agent: dict(entry) for agent, entry in (left or {}).items()}
+    for agent, entry in (right or {}).items():
+        into = merged.setdefault(agent, {})
+        for name, value in entry.items():
+            into[name] = round(into.get(name, 0) + value, 6)
+    return merged
 
 
 class MacSqlInput(TypedDict):

@@ -12,11 +12,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from macsql.graph.context import Context
+from macsql.graph.state import Usage
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.llm.request_slots import model_request_slot
-
-Usage = dict[str, dict[str, float]]
+from macsql.llm.settings import ModelSettings
 
 
 @dataclass
@@ -42,30 +41,21 @@ def usage_entry(message: BaseMessage | None, latency: float, calls: int = 1) -> 
     }
 
 
-def merge_usage(left: Usage | None, right: Usage | None) -> Usage:
-    """State reducer: add per-agent counters."""
-    merged: Usage = {agent: dict(entry) for agent, entry in (left or {}).items()}
-    for agent, entry in (right or {}).items():
-        into = merged.setdefault(agent, {})
-        for name, value in entry.items():
-            into[name] = round(into.get(name, 0) + value, 6)
-    return merged
-
-
 def call_model(
-    context: Context,
+    settings: ModelSettings,
     agent: str,
     prompt: str | list[BaseMessage],
     *,
     system: str | None = None,
 ) -> ModelReply:
-    """Call the agent's model once; a network, server or config failure becomes `error`."""
+    """Call the model once for `agent` (which names the call in usage and tags); a network,
+    server or config failure becomes `error`."""
     messages: list[BaseMessage]
     messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
         messages.insert(0, SystemMessage(system))
     try:
-        model = get_chat_model(context, agent)
+        model = get_chat_model(settings)
     except ModelConfigError as exc:
         return ModelReply("", f"model configuration error: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client

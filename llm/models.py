@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
-from macsql.graph.context import Context
+from macsql.llm.settings import ModelSettings
 
 
 class ModelConfigError(ValueError):
@@ -58,17 +58,17 @@ def _split(model: str) -> tuple[str, str]:
     return provider, name
 
 
-def get_chat_model(context: Context, agent: str) -> BaseChatModel:
-    """The chat model `agent` uses under `context`, built once and reused."""
-    spec = context.model_for(agent)
+def get_chat_model(settings: ModelSettings) -> BaseChatModel:
+    """The chat model `settings` name, built once and reused."""
+    spec = settings.model
     with _lock:
         if spec in _registered:
             return _registered[spec]
     provider, name = _split(spec)
-    base_url = context.base_url or (
+    base_url = settings.base_url or (
         os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
     )
-    api_key = context.api_key
+    api_key = settings.api_key
     if provider == "openai" and not (api_key or os.environ.get("OPENAI_API_KEY")):
         if not base_url:
             raise ModelConfigError(
@@ -81,25 +81,25 @@ def get_chat_model(context: Context, agent: str) -> BaseChatModel:
         name,
         base_url,
         api_key,
-        context.temperature,
-        context.model_timeout,
-        context.model_max_retries,
+        settings.temperature,
+        settings.timeout,
+        settings.max_retries,
     )
     with _build_lock:  # concurrent first calls share one client instead of building many
         client = _clients.get(key)
         if client is None:
-            client = _build_client(spec, provider, name, base_url, api_key, context)
+            client = _build_client(settings, provider, name, base_url, api_key)
             _clients[key] = client
         return client
 
 
 def _build_client(
-    spec: str, provider: str, name: str, base_url: str | None, api_key: str | None, context: Context
+    settings: ModelSettings, provider: str, name: str, base_url: str | None, api_key: str | None
 ) -> BaseChatModel:
     kwargs: dict[str, object] = {
-        "temperature": context.temperature,
-        "timeout": context.model_timeout,
-        "max_retries": context.model_max_retries,
+        "temperature": settings.temperature,
+        "timeout": settings.timeout,
+        "max_retries": settings.max_retries,
     }
     if base_url:
         kwargs["base_url"] = base_url
@@ -110,7 +110,7 @@ def _build_client(
     try:
         client = init_chat_model(name, model_provider=provider, **kwargs)
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs
-        raise ModelConfigError(f"cannot set up model {spec!r}: {exc}") from exc
+        raise ModelConfigError(f"cannot set up model {settings.model!r}: {exc}") from exc
     return client
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 
 def emit(runtime: Any, agent: str, phase: str, **fields: Any) -> None:
+    """`agent` is an `Agent` (a str) for model-calling agents, or a step's name."""
     writer = getattr(runtime, "stream_writer", None)
     if writer is None:
         return
-    writer({"agent": agent, "phase": phase, **fields})
+    writer({"agent": str(agent), "phase": phase, **fields})

@@ -13,11 +13,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import call_model
-from macsql.nodes.decomposer import model_failure
+from macsql.graph.context import Agent, Context, context_of
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import render_result
+from macsql.nodes.failures import model_failure
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object
 from macsql.prompts import render_prompt
@@ -57,11 +57,11 @@ def persona_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
     context = context_of(runtime)
     n = max(context.num_reviewers, 1)
     sql = (state.get("last_execution") or {}).get("sql") or ""
-    emit(runtime, "persona", "start", reviewers=n)
+    emit(runtime, Agent.PERSONA, "start", reviewers=n)
     prompt = render_prompt("r3_persona", **prompt_inputs(state, context), sql=sql, n=n)
-    reply = call_model(context, "persona", prompt)
+    reply = call_agent(context, Agent.PERSONA, prompt)
     if reply.failed:
-        emit(runtime, "persona", "error", error=reply.error)
+        emit(runtime, Agent.PERSONA, "error", error=reply.error)
         return {**model_failure(reply.error or ""), "usage": reply.usage}
     personas = parse_personas(reply.text, n)
     fallback = None
@@ -72,7 +72,7 @@ def persona_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
             k = len(personas)
             personas.append(f"{FALLBACK_PERSONAS[k % len(FALLBACK_PERSONAS)]} (reviewer {k + 1})")
         personas = personas[:n]
-    emit(runtime, "persona", "done", personas=personas, fallback=fallback)
+    emit(runtime, Agent.PERSONA, "done", personas=personas, fallback=fallback)
     return {"personas": personas, "persona_fallback": fallback, "usage": reply.usage}
 
 
@@ -92,7 +92,7 @@ def reviewer_node(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
     record = task.get("last_execution") or {}
     persona = task["persona"]
     review = {"round": task["round"], "index": task["index"], "persona": persona}
-    emit(runtime, "reviewer", "start", round=task["round"], reviewer=task["index"] + 1)
+    emit(runtime, Agent.REVIEWER, "start", round=task["round"], reviewer=task["index"] + 1)
     prompt = render_prompt(
         "r3_reviewer",
         **prompt_inputs(task, context),
@@ -100,9 +100,9 @@ def reviewer_node(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
         result=render_result(record, max_rows=min(context.max_rows, 20)),
     )
     system = render_prompt("r3_reviewer_system", persona=persona).strip()
-    reply = call_model(context, "reviewer", prompt, system=system)
+    reply = call_agent(context, Agent.REVIEWER, prompt, system=system)
     if reply.failed:
-        emit(runtime, "reviewer", "error", reviewer=task["index"] + 1, error=reply.error)
+        emit(runtime, Agent.REVIEWER, "error", reviewer=task["index"] + 1, error=reply.error)
         return {"reviews": [{**review, "comment": "", "error": reply.error}], "usage": reply.usage}
-    emit(runtime, "reviewer", "done", round=task["round"], reviewer=task["index"] + 1)
+    emit(runtime, Agent.REVIEWER, "done", round=task["round"], reviewer=task["index"] + 1)
     return {"reviews": [{**review, "comment": reply.text}], "usage": reply.usage}

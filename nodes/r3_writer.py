@@ -16,18 +16,18 @@ import sqlglot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import call_model
-from macsql.nodes.decomposer import model_failure, no_sql_execution
+from macsql.graph.context import Agent, Context, context_of
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
+from macsql.nodes.failures import model_failure, no_sql_execution
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.r3_kshot import format_examples
 from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
 
-AGENT = "writer"
+AGENT = Agent.WRITER
 
 Message = dict[str, str]
 
@@ -108,7 +108,7 @@ def _ask(
     context = context_of(runtime)
     sent, dropped = truncate_history(history, context.history_char_budget)
     emit(runtime, AGENT, "start", step=phase, messages=len(sent), dropped=dropped)
-    reply = call_model(context, AGENT, to_messages(sent))
+    reply = call_agent(context, AGENT, to_messages(sent))
     if reply.failed:
         emit(runtime, AGENT, "error", step=phase, error=reply.error)
         update = {**model_failure(reply.error or ""), "usage": reply.usage, "history": history}

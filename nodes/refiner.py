@@ -6,10 +6,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import call_model
-from macsql.nodes.decomposer import NO_SQL_MESSAGE, model_failure, no_sql_execution
+from macsql.graph.context import Agent, Context, context_of
 from macsql.nodes.events import emit
+from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
@@ -19,7 +19,7 @@ def refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
     context = context_of(runtime)
     failed = state.get("last_execution") or {}
     refines = state.get("refines", 0) + 1
-    emit(runtime, "refiner", "start", attempt=refines, outcome=failed.get("outcome"))
+    emit(runtime, Agent.REFINER, "start", attempt=refines, outcome=failed.get("outcome"))
     prompt = render_prompt(
         "refiner",
         **prompt_inputs(state, context),
@@ -28,9 +28,9 @@ def refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
         error_class=failed.get("error_class") or "none",
         error=failed.get("error") or "none",
     )
-    reply = call_model(context, "refiner", prompt)
+    reply = call_agent(context, Agent.REFINER, prompt)
     if reply.failed:
-        emit(runtime, "refiner", "error", error=reply.error)
+        emit(runtime, Agent.REFINER, "error", error=reply.error)
         return {
             **model_failure(reply.error or ""),
             "usage": reply.usage,
@@ -38,7 +38,7 @@ def refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
             **({} if state.get("status") == "ok" else {"error": reply.error}),
         }
     sql = extract_sql(reply.text)
-    emit(runtime, "refiner", "done", attempt=refines, sql=sql)
+    emit(runtime, Agent.REFINER, "done", attempt=refines, sql=sql)
     update: dict[str, Any] = {"usage": reply.usage, "refines": refines, "candidate_sql": sql or ""}
     if sql is None:
         update["last_execution"] = {**no_sql_execution(reply.text), "sql": failed.get("sql", "")}

@@ -11,6 +11,7 @@ from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.schema import load_schema
 from macsql.graph.context import Context, context_of
 from macsql.nodes.events import emit
+from macsql.nodes.schema_render import rendered_schema
 
 
 def fail(message: str) -> dict[str, Any]:
@@ -51,12 +52,13 @@ def load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
     if not schema.tables:
         return fail(f"the database {db.safe_url} has no tables")
     emit(runtime, "load_schema", "done", tables=len(schema.tables), columns=schema.total_columns)
+    schema_text, foreign_keys_text = rendered_schema(schema)
     return {
         "dialect": db.dialect,
         "db_name": db.name,
         "schema": schema.state_dict,
-        "schema_text": schema.text,
-        "foreign_keys_text": schema.foreign_keys_text,
+        "schema_text": schema_text,
+        "foreign_keys_text": foreign_keys_text,
         "selector_used": False,
         "selector_fallback": None,
         # A thread that answers a second question starts its usage again, past the reducer.

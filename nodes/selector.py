@@ -6,26 +6,23 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.database.schema import (
-    SchemaInfo,
-    apply_selection,
-    render_foreign_keys,
-    render_schema,
-)
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import call_model
+from macsql.database.schema import SchemaInfo
+from macsql.graph.context import Agent, Context, context_of
 from macsql.nodes.events import emit
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object
+from macsql.nodes.schema_render import render_foreign_keys, render_schema
+from macsql.nodes.schema_selection import apply_selection
 from macsql.prompts import render_prompt
 
 
 def selector_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     context = context_of(runtime)
     schema = SchemaInfo.from_dict(state["schema"])
-    emit(runtime, "selector", "start", tables=len(schema.tables), columns=schema.total_columns)
-    reply = call_model(
-        context, "selector", render_prompt("selector", **prompt_inputs(state, context))
+    emit(runtime, Agent.SELECTOR, "start", tables=len(schema.tables), columns=schema.total_columns)
+    reply = call_agent(
+        context, Agent.SELECTOR, render_prompt("selector", **prompt_inputs(state, context))
     )
     update: dict[str, Any] = {"selector_used": True, "usage": reply.usage}
     if reply.failed:
@@ -38,7 +35,7 @@ def selector_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str,
             result = apply_selection(schema, selection)
             if result.applied:
                 kept = [t.name for t in result.schema.tables]
-                emit(runtime, "selector", "done", selected_tables=kept, notes=result.notes)
+                emit(runtime, Agent.SELECTOR, "done", selected_tables=kept, notes=result.notes)
                 return {
                     **update,
                     "schema_text": render_schema(result.schema),
@@ -48,5 +45,5 @@ def selector_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str,
                 }
             fallback = "; ".join(result.notes) + ", full schema kept"
     every_table = [t.name for t in schema.tables]
-    emit(runtime, "selector", "fallback", reason=fallback, selected_tables=every_table)
+    emit(runtime, Agent.SELECTOR, "fallback", reason=fallback, selected_tables=every_table)
     return {**update, "selector_fallback": fallback, "selected_tables": every_table}

@@ -13,18 +13,19 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import Usage, call_model, merge_usage
-from macsql.nodes.decomposer import model_failure
+from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.state import Usage, merge_usage
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import PREVIEW_ROWS, ran
 from macsql.nodes.executor import execute_and_analyse
+from macsql.nodes.failures import model_failure
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object
 from macsql.nodes.sqlfix_sql_tool import generate_sql
 from macsql.prompts import render_prompt
 
-AGENT = "query_crafter"
+AGENT = Agent.QUERY_CRAFTER
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
 
 
@@ -59,15 +60,15 @@ def query_crafter_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict
     context = context_of(runtime)
     question = (state.get("question") or "").strip()
     n = max(context.num_paraphrases, 0)
-    emit(runtime, "query_crafter", "start", paraphrases=n)
+    emit(runtime, AGENT, "start", paraphrases=n)
     usage: Usage = {}
     paraphrases: list[str] = []
     if n:
         prompt = render_prompt("sqlfix_query_crafter", **prompt_inputs(state, context), n=n)
-        reply = call_model(context, AGENT, prompt)
+        reply = call_agent(context, AGENT, prompt)
         usage = merge_usage(usage, reply.usage)
         if reply.failed:
-            emit(runtime, "query_crafter", "error", error=reply.error)
+            emit(runtime, AGENT, "error", error=reply.error)
             return {**model_failure(reply.error or ""), "usage": usage}
         paraphrases = parse_paraphrases(reply.text, question, n)
     original = state.get("last_execution") or {}

@@ -13,12 +13,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from macsql.database.execution import Outcome
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import call_model
-from macsql.nodes.decomposer import model_failure, no_sql_execution
+from macsql.graph.context import Agent, Context, context_of
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
+from macsql.nodes.failures import model_failure, no_sql_execution
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object, extract_sql
 from macsql.nodes.sqlfix_memory import (
@@ -29,7 +29,7 @@ from macsql.nodes.sqlfix_memory import (
 )
 from macsql.prompts import render_prompt
 
-AGENT = "sql_refiner"
+AGENT = Agent.SQL_REFINER
 
 
 def format_repairs(repairs: list[dict[str, Any]]) -> str:
@@ -109,13 +109,13 @@ def sql_refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
                 evidence=state.get("evidence") or "",
             )
         except Exception as exc:  # an unreadable memory file or a store error
-            emit(runtime, "sql_refiner", "memory_error", error=f"{type(exc).__name__}: {exc}")
+            emit(runtime, AGENT, "memory_error", error=f"{type(exc).__name__}: {exc}")
             repairs = []
         update["similar_repairs"] = repairs
-        emit(runtime, "sql_refiner", "memory", similar=[r.get("question") for r in repairs])
+        emit(runtime, AGENT, "memory", similar=[r.get("question") for r in repairs])
     candidates = state.get("candidates") or []
     failures = state.get("failure_memory") or []
-    emit(runtime, "sql_refiner", "start", attempt=attempt, candidates=len(candidates))
+    emit(runtime, AGENT, "start", attempt=attempt, candidates=len(candidates))
     review = state.get("review") or {}
     original = state.get("original_sql") or ""
     first_try = next((t for t in state.get("tries") or [] if t.get("sql") == original), None)
@@ -129,12 +129,12 @@ def sql_refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
         candidates=format_candidates(candidates),
         failure_memory=format_failures(failures),
     )
-    reply = call_model(context, AGENT, prompt)
+    reply = call_agent(context, AGENT, prompt)
     if reply.failed:
-        emit(runtime, "sql_refiner", "error", error=reply.error)
+        emit(runtime, AGENT, "error", error=reply.error)
         return {**update, **model_failure(reply.error or ""), "usage": reply.usage}
     sql, choice, explanation = parse_choice(reply.text, candidates)
-    emit(runtime, "sql_refiner", "done", attempt=attempt, choice=choice, sql=sql)
+    emit(runtime, AGENT, "done", attempt=attempt, choice=choice, sql=sql)
     update.update(
         usage=reply.usage,
         candidate_sql=sql or "",
@@ -163,7 +163,7 @@ def check_repair_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
     attempt = state.get("repair_attempts", 0)
     feedback = repair_check(record)
     if feedback is None:
-        emit(runtime, "sql_refiner", "passed", attempt=attempt, sql=record.get("sql"))
+        emit(runtime, AGENT, "passed", attempt=attempt, sql=record.get("sql"))
         if context.record_repairs and state.get("original_sql"):
             record_repair(
                 store_of(runtime),
@@ -183,7 +183,7 @@ def check_repair_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
         "feedback": feedback,
         "explanation": state.get("explanation") or "",
     }
-    emit(runtime, "sql_refiner", "failed_check", attempt=attempt, feedback=feedback)
+    emit(runtime, AGENT, "failed_check", attempt=attempt, feedback=feedback)
     update: dict[str, Any] = {"failure_memory": [*(state.get("failure_memory") or []), failure]}
     # Until a repair passes, the answer is the original SQL when it ran (the reviewer may have
     # been wrong), else the best execution so far.

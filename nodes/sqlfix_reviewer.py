@@ -12,16 +12,16 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import call_model
-from macsql.nodes.decomposer import model_failure
+from macsql.graph.context import Agent, Context, context_of
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
+from macsql.nodes.failures import model_failure
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_json_object
 from macsql.prompts import render_prompt
 
-AGENT = "reviewer"
+AGENT = Agent.REVIEWER
 
 _PASS_WORDS = {"pass", "passed", "correct", "ok", "yes", "approve", "approved"}
 _ERROR_WORDS = {"error", "incorrect", "wrong", "fail", "failed", "no", "reject", "rejected"}
@@ -58,15 +58,15 @@ def sql_reviewer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
             "reason": f"the query did not execute ({record.get('outcome', 'not run')}): "
             f"{record.get('error') or 'no message'}",
         }
-        emit(runtime, "sql_reviewer", "done", **review)
+        emit(runtime, AGENT, "done", **review)
         return {"review": review, "original_sql": sql}
-    emit(runtime, "sql_reviewer", "start", sql=sql)
+    emit(runtime, AGENT, "start", sql=sql)
     prompt = render_prompt(
         "sqlfix_reviewer", **prompt_inputs(state, context), sql=sql, result=render_result(record)
     )
-    reply = call_model(context, AGENT, prompt)
+    reply = call_agent(context, AGENT, prompt)
     if reply.failed:
-        emit(runtime, "sql_reviewer", "error", error=reply.error)
+        emit(runtime, AGENT, "error", error=reply.error)
         return {**model_failure(reply.error or ""), "usage": reply.usage, "original_sql": sql}
     verdict = parse_verdict(reply.text)
     if verdict is None:
@@ -79,7 +79,7 @@ def sql_reviewer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
     else:
         review = {"verdict": verdict[0], "source": "model", "reason": verdict[1]}
     review["explanation"] = reply.text
-    emit(runtime, "sql_reviewer", "done", verdict=review["verdict"], reason=review["reason"])
+    emit(runtime, AGENT, "done", verdict=review["verdict"], reason=review["reason"])
     return {"review": review, "original_sql": sql, "usage": reply.usage}
 
 

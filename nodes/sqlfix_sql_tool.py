@@ -8,22 +8,24 @@ plain text-to-SQL prompt, the way the paper plugs in a fine-tuned text-to-SQL mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context, context_of
-from macsql.llm.calls import Usage, call_model
-from macsql.nodes.decomposer import NO_SQL_MESSAGE, decomposer_node, model_failure, no_sql_execution
+from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.state import Usage
+from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.events import emit
+from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
+from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.replies import extract_sql
 from macsql.nodes.schema_loader import load_schema_node
 from macsql.prompts import render_prompt
 
 DECOMPOSER = "decomposer"
-SQL_TOOL_AGENT = "sql_tool"
+SQL_TOOL_AGENT = Agent.SQL_TOOL
 
 
 @dataclass
@@ -52,9 +54,8 @@ def generate_sql(
             error=update.get("model_error") if update.get("fatal") else None,
         )
     emit(runtime, SQL_TOOL_AGENT, "start", model=context.sql_generator)
-    tool_context = replace(context, model=context.sql_generator)
-    reply = call_model(
-        tool_context,
+    reply = call_agent(
+        context,
         SQL_TOOL_AGENT,
         render_prompt("sqlfix_sql_tool", **prompt_inputs(asked, context)),
     )

@@ -219,4 +219,4 @@ def test_stream_shows_the_stages_of_a_pipeline_of_pipelines(
     text = capsys.readouterr().out
     assert code == 0
     assert "macsql [executor] done" in text
-    assert "sqlfix [sql_reviewer]" in text
+    assert "sqlfix [reviewer]" in text

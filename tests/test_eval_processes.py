@@ -189,30 +189,30 @@ def test_a_forked_child_opens_its_own_connections_and_clients(
 def test_a_forked_child_does_not_reuse_the_parents_http_connections() -> None:
     """After the parent has called the model, its HTTP pool holds a live keep-alive connection;
     a forked child must build its own client, or both would talk over one socket."""
-    from macsql.graph.context import Context
     from macsql.llm.calls import call_model
     from macsql.llm.models import get_chat_model
+    from macsql.llm.settings import ModelSettings
 
     def transport_of(model: Any) -> int:  # the OpenAI SDK's httpx client (a private attribute)
         return id(model.root_client._client)
 
     with ScriptedOpenAIServer(lambda prompt: "SELECT 1") as server:
-        context = Context(model="openai:fork-check", base_url=server.base_url, api_key="k")
-        assert call_model(context, "decomposer", "hello").error is None
-        parent_transport = transport_of(get_chat_model(context, "decomposer"))
+        settings = ModelSettings("openai:fork-check", base_url=server.base_url, api_key="k")
+        assert call_model(settings, "decomposer", "hello").error is None
+        parent_transport = transport_of(get_chat_model(settings))
         pid = os.fork()
         if pid == 0:  # the child: report through the exit code, never return into pytest
             try:
-                own = transport_of(get_chat_model(context, "decomposer")) != parent_transport
-                works = call_model(context, "decomposer", "hello").text == "SELECT 1"
+                own = transport_of(get_chat_model(settings)) != parent_transport
+                works = call_model(settings, "decomposer", "hello").text == "SELECT 1"
                 os._exit(0 if own and works else 1)
             except BaseException:
                 os._exit(2)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         # The parent's client is untouched and still works.
-        assert transport_of(get_chat_model(context, "decomposer")) == parent_transport
-        assert call_model(context, "decomposer", "hello").error is None
+        assert transport_of(get_chat_model(settings)) == parent_transport
+        assert call_model(settings, "decomposer", "hello").error is None
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,9 @@ from conftest import spider_db, spider_eval_args
 
 from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine
-from macsql.database.schema import build_schema, render_foreign_keys
+from macsql.database.schema import build_schema
 from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.nodes.schema_render import render_foreign_keys
 
 pytestmark = pytest.mark.postgres
 

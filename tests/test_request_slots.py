@@ -11,10 +11,12 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.llm.calls import call_model
 from macsql.llm.request_slots import RequestSlots, limit_model_requests, model_request_slot
 from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.llm.settings import ModelSettings
+from macsql.nodes.model_calls import call_agent
 
 
 class AskState(TypedDict, total=False):
@@ -24,7 +26,7 @@ class AskState(TypedDict, total=False):
 
 
 def _ask(state: AskState, runtime: Runtime[Context]) -> AskState:
-    reply = call_model(runtime.context, "decomposer", state["question"])
+    reply = call_agent(runtime.context, Agent.DECOMPOSER, state["question"])
     return {"reply": reply.text, "latency": reply.usage["decomposer"]["latency_s"]}
 
 
@@ -110,12 +112,12 @@ def test_a_cap_below_one_is_refused() -> None:
 def test_a_client_that_fails_to_build_is_a_failed_call_not_a_traceback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(context: Context, agent: str) -> Any:
+    def broken(settings: ModelSettings) -> Any:
         raise RuntimeError("provider package is broken")
 
     monkeypatch.setattr("macsql.llm.calls.get_chat_model", broken)
     with limit_model_requests(1) as slots:
-        reply = call_model(Context(), "decomposer", "q")
+        reply = call_model(ModelSettings("openai:gpt-4o-mini"), "decomposer", "q")
         assert slots.peak == 0  # no slot is taken for a call that never starts
     assert reply.failed
     assert reply.error == "model call failed (RuntimeError): provider package is broken"

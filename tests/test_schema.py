@@ -11,13 +11,12 @@ from macsql.database.schema import (
     SchemaInfo,
     TableInfo,
     _sample_rows,
-    apply_selection,
     build_schema,
     load_schema,
     pick_examples,
-    render_foreign_keys,
-    render_schema,
 )
+from macsql.nodes.schema_render import render_foreign_keys, render_schema
+from macsql.nodes.schema_selection import apply_selection
 
 
 def test_spider_schema_has_types_keys_and_examples() -> None:

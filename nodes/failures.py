@@ -1,0 +1,26 @@
+"""State updates for the ways an agent's turn can fail, shared by every pipeline's nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NO_SQL_MESSAGE = "the model's reply contained no ```sql block"
+
+
+def no_sql_execution(reply_text: str) -> dict[str, Any]:
+    """An execution record for a reply without SQL, so the Refiner sees it as an error."""
+    excerpt = " ".join(reply_text.split())[:300]
+    return {
+        "sql": "",
+        "outcome": "no_sql",
+        "columns": [],
+        "rows": [],
+        "row_count": 0,
+        "error": f"{NO_SQL_MESSAGE}; it said: {excerpt!r}",
+        "error_class": "NoSQL",
+    }
+
+
+def model_failure(message: str) -> dict[str, Any]:
+    """The run stops: the model cannot be reached. What was executed so far is kept."""
+    return {"fatal": True, "model_error": message}

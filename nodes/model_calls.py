@@ -1,0 +1,32 @@
+"""How an agent calls its model: the Context's settings for that agent, then one call."""
+
+from __future__ import annotations
+
+from langchain_core.messages import BaseMessage
+
+from macsql.graph.context import Agent, Context
+from macsql.llm.calls import ModelReply, call_model
+from macsql.llm.settings import ModelSettings
+
+
+def settings_for(context: Context, agent: Agent) -> ModelSettings:
+    """The model `agent` uses under `context`, with the run's connection settings."""
+    return ModelSettings(
+        model=context.model_for(agent),
+        base_url=context.base_url,
+        api_key=context.api_key,
+        temperature=context.temperature,
+        timeout=context.model_timeout,
+        max_retries=context.model_max_retries,
+    )
+
+
+def call_agent(
+    context: Context,
+    agent: Agent,
+    prompt: str | list[BaseMessage],
+    *,
+    system: str | None = None,
+) -> ModelReply:
+    """One model call for `agent`; failures come back as `ModelReply.error`, never raised."""
+    return call_model(settings_for(context, agent), agent.value, prompt, system=system)
