@@ -7,7 +7,7 @@ from dataclasses import fields, replace
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
-from macsql.graph.context import Agent, Context
+from macsql.graph.context import Agent, Context, ContextError
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.models import get_chat_model
 from macsql.nodes.model_calls import settings_for
@@ -90,7 +90,10 @@ def build_context(args: argparse.Namespace, base: Context | None = None) -> Cont
     if getattr(args, "dataset_style", None):
         changes["dataset_style"] = args.dataset_style
     changes.update(parse_context_fields(getattr(args, "context_fields", None) or []))
-    return replace(context, **changes)
+    try:
+        return replace(context, **changes)  # type: ignore[arg-type]
+    except ContextError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from macsql.cli.ask import add_ask_arguments, ask_main
 from macsql.cli.common import EXIT_USAGE, UsageError
@@ -14,7 +15,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         print(f"macsql: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 

@@ -13,11 +13,14 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from langchain_community.utilities import SQLDatabase
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
+
+from macsql.database.demo import DEMO_NAME, ensure_demo_database
 
 
 class DatabaseNotFoundError(ValueError):
@@ -97,10 +100,14 @@ def _sqlite_ref(text: str) -> DatabaseRef:
 
 
 def resolve_database(db: str) -> DatabaseRef:
-    """Turn a SQLite path or an SQLAlchemy URL into a `DatabaseRef`, or raise clearly."""
+    """Turn a SQLite path, an SQLAlchemy URL, or `demo` (the project's own demo database, made
+    on first use) into a `DatabaseRef`, or raise clearly."""
     text = (db or "").strip()
     if not text:
         raise DatabaseNotFoundError("no database given")
+    if text == DEMO_NAME and not Path(text).exists():
+        # The same name works everywhere: the CLI, Studio, the Python API, the executor.
+        text = str(ensure_demo_database())
     if "://" not in text:
         path = Path(text).expanduser()
         if not path.is_file():
@@ -134,7 +141,7 @@ def _sqlite_engine(path: Path) -> Engine:
     )
 
     @event.listens_for(engine, "connect")
-    def _read_only(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+    def _read_only(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.execute("PRAGMA query_only = ON")
 
     return engine

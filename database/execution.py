@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection
 
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.guard import check_statement, forbidden_function_reason
+from macsql.graph.state import ExecutionRecord
 
 FETCH_BATCH = 1000
 
@@ -62,7 +63,7 @@ class ExecutionResult:
     error_class: str | None = None
     elapsed: float = 0.0
 
-    def to_state(self, max_rows: int | None = None, max_cell_chars: int = 200) -> dict[str, Any]:
+    def to_state(self, max_rows: int | None = None, max_cell_chars: int = 200) -> ExecutionRecord:
         """A JSON-safe dict for graph state and checkpoints."""
         rows = self.rows if max_rows is None else self.rows[:max_rows]
         return {

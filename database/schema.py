@@ -197,7 +197,7 @@ def build_schema(
         _attach_descriptions(table, descriptions.get(name.lower(), {}))
         tables.append(table)
         for fk in inspector.get_foreign_keys(name):
-            fks.extend(_foreign_keys(name, fk, inspector))
+            fks.extend(_foreign_keys(name, dict(fk), inspector))
     schema = SchemaInfo(db.name, db.dialect, tables, _dedupe(fks, tables))
     if num_examples > 0:
         for table in schema.tables:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlglot.dialects.sqlite import SQLite
@@ -158,7 +158,8 @@ def _same_unordered_rows(gold: Sequence[Row], pred: Sequence[Row], ordered: bool
     return set(gold_sorted) == set(pred_sorted)
 
 
-def _column_signature(rows: Sequence[Row], col: int, ordered: bool) -> Hashable:
+def _column_signature(rows: Sequence[Row], col: int, ordered: bool) -> object:
+    """What two columns must share to match: their values in order, or as a multiset."""
     values = [row[col] for row in rows]
     return tuple(values) if ordered else Counter(values)
 
@@ -182,7 +183,7 @@ def _permutations(candidates: list[list[int]], pred: Sequence[Row], width: int):
 
     def assign(pos: int):
         if pos == width:
-            yield tuple(chosen)  # type: ignore[arg-type]
+            yield tuple(chosen)
             return
         gold_col = order[pos]
         for j in candidates[gold_col]:

@@ -1,16 +1,31 @@
-"""Run-time configuration shared by every macsql graph.
+"""Run-time configuration of the macsql graphs.
 
-LangGraph passes a `Context` to each node as `runtime.context`. LangGraph Studio shows its fields,
-with the descriptions below, as the graph's configurable settings.
+LangGraph passes a context to each node as `runtime.context`, and LangGraph Studio shows the
+fields of a graph's `context_schema`, with the descriptions below, as its settings. Each graph
+has its own class, so Studio shows it only its own settings:
+
+- `BaseContext`: what every pipeline shares (models, database bounds, dataset style);
+- `MacSqlContext`, `SqlFixContext`, `R3Context`: one per pipeline;
+- `Context`: every field of every pipeline, for the command line and for Python callers who run
+  several pipelines with one object. Every graph accepts it.
+
+Every field has a safe default, and every value is checked when the object is built
+(`ContextError`, a `ValueError`, names the field and the allowed range).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 DatasetStyle = Literal["bird", "spider"]
+
+
+class ContextError(ValueError):
+    """A setting is out of its range or of the wrong type."""
 
 
 class Agent(StrEnum):
@@ -35,14 +50,22 @@ class Agent(StrEnum):
         return "sql_generator" if self is Agent.SQL_TOOL else f"{self.value}_model"
 
 
-def _doc(text: str, **extra: object) -> dict[str, object]:
-    """Field metadata in the shape LangGraph turns into a JSON-schema description."""
-    return {"description": text, **extra}
+def _doc(text: str, *, minimum: float | None = None, **extra: object) -> dict[str, object]:
+    """Field metadata in the shape LangGraph turns into a JSON-schema description; `minimum`
+    is also enforced when the context is built."""
+    meta: dict[str, object] = {"description": text, **extra}
+    if minimum is not None:
+        meta["minimum"] = minimum
+    return meta
+
+
+def _model_override(agent: str) -> Any:
+    return field(default=None, metadata=_doc(f"Model for the {agent}; empty means `model`."))
 
 
 @dataclass(kw_only=True)
-class Context:
-    """Settings for one run of a macsql pipeline. Every field has a safe default."""
+class BaseContext:
+    """Settings every pipeline shares: models, the database's bounds, the dataset style."""
 
     model: str = field(
         default="openai:gpt-4o-mini",
@@ -51,30 +74,6 @@ class Context:
             "init_chat_model (e.g. 'openai:gpt-4o-mini'). Any OpenAI-compatible server "
             "works with provider 'openai' and base_url."
         ),
-    )
-    selector_model: str | None = field(
-        default=None, metadata=_doc("Model for the Selector; empty means `model`.")
-    )
-    decomposer_model: str | None = field(
-        default=None, metadata=_doc("Model for the Decomposer; empty means `model`.")
-    )
-    refiner_model: str | None = field(
-        default=None, metadata=_doc("Model for the Refiner; empty means `model`.")
-    )
-    reviewer_model: str | None = field(
-        default=None, metadata=_doc("SQLFixAgent/R^3 reviewer model; empty means `model`.")
-    )
-    query_crafter_model: str | None = field(
-        default=None, metadata=_doc("SQLFixAgent QueryCrafter model; empty means `model`.")
-    )
-    sql_refiner_model: str | None = field(
-        default=None, metadata=_doc("SQLFixAgent SQLRefiner model; empty means `model`.")
-    )
-    writer_model: str | None = field(
-        default=None, metadata=_doc("R^3 SQL writer model; empty means `model`.")
-    )
-    persona_model: str | None = field(
-        default=None, metadata=_doc("R^3 reviewer-profession generator; empty means `model`.")
     )
     base_url: str | None = field(
         default=None,
@@ -87,44 +86,40 @@ class Context:
         default=None,
         metadata=_doc("API key for the model server. Empty means OPENAI_API_KEY."),
     )
-    temperature: float = field(default=0.0, metadata=_doc("Sampling temperature."))
+    temperature: float = field(default=0.0, metadata=_doc("Sampling temperature.", minimum=0))
     model_timeout: float = field(
-        default=60.0, metadata=_doc("Seconds before one model call is abandoned.")
+        default=60.0,
+        metadata=_doc("Seconds before one model call is abandoned.", minimum=0.001),
     )
     model_max_retries: int = field(
         default=2,
-        metadata=_doc("Retries, with backoff, on rate limits, timeouts and server errors."),
-    )
-    max_try_times: int = field(
-        default=3,
         metadata=_doc(
-            "MAC-SQL's maxTryTimes: the most SQL executions in the executor/refiner loop."
+            "Retries, with backoff, on rate limits, timeouts and server errors.", minimum=0
         ),
     )
-    selector_max_avg_columns: float = field(
-        default=6.0,
-        metadata=_doc("Run the Selector when the mean columns per table exceeds this."),
-    )
-    selector_max_total_columns: int = field(
-        default=30,
-        metadata=_doc("Run the Selector when the total number of columns exceeds this."),
-    )
     num_value_examples: int = field(
-        default=6, metadata=_doc("Distinct value examples shown per column in the schema.")
+        default=6,
+        metadata=_doc("Distinct value examples shown per column in the schema.", minimum=0),
     )
     sample_rows: int = field(
         default=2000,
-        metadata=_doc("Rows sampled per table to pick value examples (bounds the cost)."),
+        metadata=_doc(
+            "Rows sampled per table to pick value examples (bounds the cost).", minimum=1
+        ),
     )
     query_timeout: float = field(
         default=30.0,
-        metadata=_doc("Seconds before a SQL query is interrupted and classed as a timeout."),
+        metadata=_doc(
+            "Seconds before a SQL query is interrupted and classed as a timeout.", minimum=0.001
+        ),
     )
     max_rows: int = field(
-        default=100, metadata=_doc("Row cap: the most result rows fetched from a query.")
+        default=100,
+        metadata=_doc("Row cap: the most result rows fetched from a query.", minimum=1),
     )
     max_cell_chars: int = field(
-        default=120, metadata=_doc("Longer cell values are truncated in prompts and previews.")
+        default=120,
+        metadata=_doc("Longer cell values are truncated in prompts and previews.", minimum=8),
     )
     dataset_style: DatasetStyle = field(
         default="bird",
@@ -141,7 +136,62 @@ class Context:
             "Pause before each SQL execution (interrupt) so a person can approve or edit it."
         ),
     )
-    # --- SQLFixAgent (graph `sqlfix`) ---
+
+    def __post_init__(self) -> None:
+        check_context(self)
+
+    def model_for(self, agent: Agent) -> str:
+        """The model string an agent uses: its override, else the default."""
+        override = getattr(self, Agent(agent).model_field, None)
+        return override or self.model
+
+    @classmethod
+    def field_names(cls) -> set[str]:
+        return {f.name for f in fields(cls)}
+
+
+@dataclass(kw_only=True)
+class _DecomposerModel:
+    decomposer_model: str | None = _model_override("Decomposer")
+
+
+@dataclass(kw_only=True)
+class _ReviewerModel:
+    reviewer_model: str | None = field(
+        default=None,
+        metadata=_doc("Model for the SQLFixAgent and R^3 reviewers; empty means `model`."),
+    )
+
+
+@dataclass(kw_only=True)
+class MacSqlContext(BaseContext, _DecomposerModel):
+    """MAC-SQL: Selector, Decomposer, and the executor/Refiner loop."""
+
+    selector_model: str | None = _model_override("Selector")
+    refiner_model: str | None = _model_override("Refiner")
+    max_try_times: int = field(
+        default=3,
+        metadata=_doc(
+            "MAC-SQL's maxTryTimes: the most SQL executions in the executor/refiner loop.",
+            minimum=1,
+        ),
+    )
+    selector_max_avg_columns: float = field(
+        default=6.0,
+        metadata=_doc("Run the Selector when the mean columns per table exceeds this.", minimum=0),
+    )
+    selector_max_total_columns: int = field(
+        default=30,
+        metadata=_doc("Run the Selector when the total number of columns exceeds this.", minimum=0),
+    )
+
+
+@dataclass(kw_only=True)
+class SqlFixContext(BaseContext, _DecomposerModel, _ReviewerModel):
+    """SQLFixAgent: SQLTool, SQLReviewer, QueryCrafter, SQLRefiner with repair memory."""
+
+    query_crafter_model: str | None = _model_override("SQLFixAgent QueryCrafter")
+    sql_refiner_model: str | None = _model_override("SQLFixAgent SQLRefiner")
     sql_generator: str = field(
         default="decomposer",
         metadata=_doc(
@@ -153,18 +203,23 @@ class Context:
     )
     num_paraphrases: int = field(
         default=3,
-        metadata=_doc("SQLFixAgent QueryCrafter: question paraphrases, one candidate SQL each."),
+        metadata=_doc(
+            "SQLFixAgent QueryCrafter: question paraphrases, one candidate SQL each.", minimum=0
+        ),
     )
     max_repair_attempts: int = field(
         default=3,
         metadata=_doc(
             "SQLFixAgent SQLRefiner: most repair attempts; a failed one goes to the failure "
-            "memory that the next attempt reflects on."
+            "memory that the next attempt reflects on. 0 makes SQLFixAgent a detector only.",
+            minimum=0,
         ),
     )
     num_similar_repairs: int = field(
         default=3,
-        metadata=_doc("SQLFixAgent SQLRefiner: past repairs retrieved from the repair memory."),
+        metadata=_doc(
+            "SQLFixAgent SQLRefiner: past repairs retrieved from the repair memory.", minimum=0
+        ),
     )
     repair_memory_file: str | None = field(
         default=None,
@@ -179,21 +234,33 @@ class Context:
             "Write each repair that passes the check into the repair memory, for later runs."
         ),
     )
-    # --- R^3 (graph `r3`) ---
+
+
+@dataclass(kw_only=True)
+class R3Context(BaseContext, _ReviewerModel):
+    """R^3: a SQL writer and generated reviewers that loop to consensus."""
+
+    writer_model: str | None = _model_override("R^3 SQL writer")
+    persona_model: str | None = _model_override("R^3 reviewer-profession generator")
     num_reviewers: int = field(
-        default=3, metadata=_doc("R^3: reviewer agents, each with a generated profession.")
+        default=3,
+        metadata=_doc("R^3: reviewer agents, each with a generated profession.", minimum=1),
     )
     max_debug_turns: int = field(
         default=3,
-        metadata=_doc("R^3: most rewrites of the SQL writer after an execution error."),
+        metadata=_doc("R^3: most rewrites of the SQL writer after an execution error.", minimum=0),
     )
     max_review_turns: int = field(
         default=3,
-        metadata=_doc("R^3: most review rounds (review, rebuttal or revision) before stopping."),
+        metadata=_doc(
+            "R^3: most review rounds (review, rebuttal or revision) before stopping.", minimum=0
+        ),
     )
     k_shot: int = field(
         default=0,
-        metadata=_doc("R^3: training examples most similar to the question shown to the writer."),
+        metadata=_doc(
+            "R^3: training examples most similar to the question shown to the writer.", minimum=0
+        ),
     )
     few_shot_pool: str | None = field(
         default=None,
@@ -219,26 +286,77 @@ class Context:
         default=60000,
         metadata=_doc(
             "R^3: most characters of the writer's dialogue history sent to the model; older "
-            "turns are dropped first, the task message is always kept."
+            "turns are dropped first, the task message is always kept.",
+            minimum=1,
         ),
     )
 
-    def model_for(self, agent: Agent) -> str:
-        """The model string an agent uses: its override, else the default."""
-        override = getattr(self, Agent(agent).model_field, None)
-        return override or self.model
 
-    @classmethod
-    def field_names(cls) -> set[str]:
-        return {f.name for f in fields(cls)}
+@dataclass(kw_only=True)
+class MacSqlSqlFixContext(MacSqlContext, SqlFixContext):
+    """MAC-SQL, then SQLFixAgent as a repair stage on its SQL."""
 
 
-def context_of(runtime: object) -> Context:
-    """The run's Context; LangGraph gives `None` when the caller passed none."""
+@dataclass(kw_only=True)
+class Context(MacSqlSqlFixContext, R3Context):
+    """Every setting of every pipeline: what the command line builds, and what a Python caller
+    who runs several pipelines passes. Each graph reads only its own fields."""
+
+
+# --------------------------------------------------------------------------- checking
+
+_KINDS: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+}
+
+
+def check_context(context: BaseContext) -> None:
+    """Raise `ContextError` for the first field whose value has the wrong type or range."""
+    for f in fields(context):
+        value = getattr(context, f.name)
+        declared = str(f.type)
+        if value is None:
+            if "None" not in declared:
+                raise ContextError(f"{f.name} must be set (it may not be empty)")
+            continue
+        base = declared.split("|")[0].strip()
+        if base == "DatasetStyle":
+            allowed = list(f.metadata.get("enum") or [])
+            if value not in allowed:
+                raise ContextError(f"{f.name} must be one of {', '.join(allowed)}, not {value!r}")
+            continue
+        kinds = _KINDS.get(base)
+        # bool is an int in Python; a number field given True/False is a mistake.
+        if kinds and (not isinstance(value, kinds) or (base != "bool" and isinstance(value, bool))):
+            raise ContextError(f"{f.name} must be a {base}, not {type(value).__name__}")
+        minimum = f.metadata.get("minimum")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ContextError(f"{f.name} must be a finite number, not {value}")
+            if isinstance(minimum, int | float) and value < minimum:
+                raise ContextError(f"{f.name} must be at least {minimum:g}, not {value:g}")
+
+
+ContextT = TypeVar("ContextT", bound=BaseContext)
+
+
+def context_of(runtime: object, cls: type[ContextT]) -> ContextT:
+    """The run's context as `cls`: LangGraph gives `None` when the caller passed none, the
+    LangGraph server may hand over plain JSON, and a host may pass another pipeline's class
+    (the fields `cls` knows are taken from it; the others keep their defaults)."""
     ctx = getattr(runtime, "context", None)
-    if isinstance(ctx, Context):
+    if isinstance(ctx, cls):
         return ctx
-    if isinstance(ctx, dict):  # the LangGraph server may hand over plain JSON
-        names = Context.field_names()
-        return Context(**{k: v for k, v in ctx.items() if k in names})
-    return Context()
+    if ctx is None:
+        return cls()
+    if isinstance(ctx, BaseContext):
+        values: Mapping[str, Any] = {f.name: getattr(ctx, f.name) for f in fields(ctx)}
+    elif isinstance(ctx, Mapping):
+        values = ctx
+    else:
+        raise ContextError(f"the context must be a {cls.__name__} or a dict, not {type(ctx)}")
+    names = cls.field_names()
+    return cls(**{k: v for k, v in values.items() if k in names})

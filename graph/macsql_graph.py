@@ -9,52 +9,54 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context, context_of
+from macsql.graph.context import MacSqlContext, context_of
+from macsql.graph.routing import unless_fatal
 from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.executor import execution_passed, executor_node
 from macsql.nodes.refiner import refiner_node
-from macsql.nodes.schema_loader import load_schema_node, needs_selector
-from macsql.nodes.selector import selector_node
+from macsql.nodes.schema_loader import load_schema_node
+from macsql.nodes.selector import needs_selector, selector_node
 
 
+@unless_fatal
 def route_after_schema(
-    state: MacSqlState, runtime: Runtime[Context]
+    state: MacSqlState, runtime: Runtime[MacSqlContext]
 ) -> Literal["selector", "decomposer", "__end__"]:
-    if state.get("fatal"):
-        return END
-    return "selector" if needs_selector(dict(state), context_of(runtime)) else "decomposer"
+    return "selector" if needs_selector(state, context_of(runtime, MacSqlContext)) else "decomposer"
 
 
+@unless_fatal
 def route_candidate(
-    state: MacSqlState, runtime: Runtime[Context]
+    state: MacSqlState, runtime: Runtime[MacSqlContext]
 ) -> Literal["executor", "refiner", "__end__"]:
     """After a model wrote (or failed to write) SQL."""
-    if state.get("fatal"):
-        return END
     if state.get("candidate_sql"):
         return "executor"
     # A reply with no SQL is an error for the Refiner, within the same bound.
-    return "refiner" if state.get("refines", 0) < context_of(runtime).max_try_times else END
+    max_try_times = context_of(runtime, MacSqlContext).max_try_times
+    return "refiner" if state.get("refines", 0) < max_try_times else "__end__"
 
 
+@unless_fatal
 def route_after_execution(
-    state: MacSqlState, runtime: Runtime[Context]
+    state: MacSqlState, runtime: Runtime[MacSqlContext]
 ) -> Literal["refiner", "__end__"]:
-    context = context_of(runtime)
-    if state.get("fatal") or execution_passed(dict(state)):
-        return END
-    if state.get("attempts", 0) >= context.max_try_times:
-        return END
-    return "refiner" if state.get("refines", 0) < context.max_try_times else END
+    max_try_times = context_of(runtime, MacSqlContext).max_try_times
+    if execution_passed(state) or state.get("attempts", 0) >= max_try_times:
+        return "__end__"
+    return "refiner" if state.get("refines", 0) < max_try_times else "__end__"
 
 
-def build_macsql_graph() -> StateGraph[MacSqlState, Context, MacSqlInput, MacSqlOutput]:
+def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, MacSqlOutput]:
     builder: Any = StateGraph(
-        MacSqlState, context_schema=Context, input_schema=MacSqlInput, output_schema=MacSqlOutput
+        MacSqlState,
+        context_schema=MacSqlContext,
+        input_schema=MacSqlInput,
+        output_schema=MacSqlOutput,
     )
     builder.add_node("load_schema", load_schema_node)
     builder.add_node("selector", selector_node)

@@ -14,27 +14,22 @@ from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from macsql.graph.context import Context
+from macsql.graph.context import MacSqlSqlFixContext
 from macsql.graph.macsql_graph import graph as macsql_graph
-from macsql.graph.sqlfix_graph import SqlFixOutput
 from macsql.graph.sqlfix_graph import graph as sqlfix_graph
-from macsql.graph.state import MacSqlInput
-
-
-class MacSqlSqlFixState(MacSqlInput, SqlFixOutput, total=False):
-    """The keys the two stages exchange."""
+from macsql.graph.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
 
 
 def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "__end__"]:
-    return "sqlfix" if (state.get("sql") or "").strip() else END
+    return "sqlfix" if (state.get("sql") or "").strip() else "__end__"
 
 
 def build_macsql_sqlfix_graph() -> StateGraph[
-    MacSqlSqlFixState, Context, MacSqlInput, SqlFixOutput
+    MacSqlSqlFixState, MacSqlSqlFixContext, MacSqlInput, SqlFixOutput
 ]:
     builder: Any = StateGraph(
         MacSqlSqlFixState,
-        context_schema=Context,
+        context_schema=MacSqlSqlFixContext,
         input_schema=MacSqlInput,
         output_schema=SqlFixOutput,
     )

@@ -1,13 +1,16 @@
-"""The typed state of the MAC-SQL graph, with the narrow input and output a host sees.
+"""The typed state of every macsql graph, with the narrow input and output a host sees.
 
-`MacSqlInput` and `MacSqlOutput` are the graph's `input_schema` and `output_schema`: a parent
-graph that embeds macsql sends the first and gets back only the second, so no internal key
-(schema text, candidate SQL, counters) leaks into it.
+Each graph's `*Input` and `*Output` are its `input_schema` and `output_schema`: a parent graph
+that embeds macsql sends the first and gets back only the second, so no internal key (schema
+text, candidate SQL, counters) leaks into it. The records inside the state (executions, reviews,
+candidates) are TypedDicts too, so that they stay plain JSON in checkpoints.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired
+
+from pydantic import Field
 
 # pydantic (and so the LangGraph server's schemas) needs typing_extensions' TypedDict on 3.11.
 from typing_extensions import TypedDict
@@ -26,28 +29,148 @@ def merge_usage(left: Usage | None, right: Usage | None) -> Usage:
     return merged
 
 
+# --------------------------------------------------------------------------- records
+
+
+class ExecutionRecord(TypedDict, total=False):
+    """One SQL execution as the agents and the output see it (JSON-safe, cells cut)."""
+
+    sql: str
+    outcome: str
+    """An `Outcome` value: ok, empty_result, null_result, syntax_error, timeout, ..."""
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    truncated: bool
+    error: str | None
+    error_class: str | None
+    elapsed: float
+
+
+class Review(TypedDict, total=False):
+    """SQLFixAgent's SQLReviewer verdict on one SQL."""
+
+    verdict: Literal["pass", "error"]
+    source: Literal["execution", "model", "unparsed"]
+    """Who decided: the execution failed, the model said so, or its reply had no verdict."""
+    reason: str
+    explanation: str
+    """The reviewer's rubber-duck walk through the query, when a model reviewed it."""
+
+
+class Candidate(TypedDict):
+    """A QueryCrafter candidate that executed: one per distinct result."""
+
+    sql: str
+    paraphrases: list[str]
+    """The rewordings of the question it was written for."""
+    outcome: str
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    truncated: bool
+    error: str | None
+    same_result_as_original: bool
+
+
+class DroppedCandidate(TypedDict):
+    question: str
+    sql: str
+    reason: str
+
+
+class RepairFailure(TypedDict):
+    """A failed SQLRefiner attempt, which the next attempt reflects on."""
+
+    attempt: int
+    sql: str
+    feedback: str
+    explanation: str
+
+
+class ReviewerComment(TypedDict, total=False):
+    """One R^3 reviewer's comments in one round."""
+
+    round: int
+    index: int
+    persona: str
+    comment: str
+    error: str | None
+
+
+class PromptKeys(TypedDict, total=False):
+    """What every agent's prompt shows: the question, the evidence and the database."""
+
+    question: str
+    evidence: str
+    db_name: str
+    dialect: str
+    schema_text: str
+    """The schema as the agents see it (after the Selector, when it ran)."""
+    foreign_keys_text: str
+
+
+class ReviewTask(PromptKeys, total=False):
+    """What one R^3 reviewer is sent (a `Send` payload)."""
+
+    last_execution: ExecutionRecord
+    persona: str
+    index: int
+    round: int
+
+
+class ChatTurn(TypedDict):
+    """One message of the R^3 writer's dialogue history."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class FewShot(TypedDict):
+    question: str
+    sql: str
+    db_id: str
+    evidence: str
+
+
+# --------------------------------------------------------------------------- MAC-SQL
+
+
 class MacSqlInput(TypedDict):
     """What a caller gives: a question, optional evidence, and a database."""
 
-    question: str
-    db: str
-    """A SQLite file path or an SQLAlchemy URL."""
-    evidence: NotRequired[str]
-    """Hints such as 'A11 refers to average salary' (BIRD's external knowledge)."""
+    question: Annotated[str, Field(description="The question, in natural language.")]
+    db: Annotated[
+        str,
+        Field(
+            description="The database: a SQLite file path, an SQLAlchemy URL "
+            "(postgresql+psycopg://user:pw@host/db), or 'demo' for macsql's own demo database."
+        ),
+    ]
+    evidence: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="Optional hints, such as 'A11 refers to average salary' "
+                "(BIRD's external knowledge); used in BIRD style."
+            ),
+        ]
+    ]
 
 
 class MacSqlOutput(TypedDict, total=False):
     """What a caller gets back. `sql` is always a query that was executed, or ''."""
 
     sql: str
-    status: Literal["ok", "failed"]
-    """'ok' when `sql` ran without error; 'failed' otherwise."""
+    status: Literal["ok", "failed", "paused"]
+    """'ok' when `sql` ran without error; 'failed' otherwise; 'paused' while waiting for a
+    person to approve the SQL (`approve_sql`)."""
     outcome: str
     """The classification of `sql`'s execution (ok, empty_result, syntax_error, ...)."""
     error: str | None
     columns: list[str]
     rows: list[list[Any]]
-    """The result preview, at most `Context.max_rows` rows."""
+    """The result preview, at most `max_rows` rows."""
     truncated: bool
     attempts: int
     """How many SQL executions the run made."""
@@ -59,7 +182,7 @@ class MacSqlOutput(TypedDict, total=False):
 
 
 class SqlState(TypedDict, total=False):
-    """The working keys every pipeline's executor shares."""
+    """The working keys every pipeline's schema loader and executor share."""
 
     dialect: str
     db_name: str
@@ -70,17 +193,114 @@ class SqlState(TypedDict, total=False):
     foreign_keys_text: str
     candidate_sql: str
     """The SQL waiting to be executed; '' when the last reply held none."""
-    last_execution: dict[str, Any]
-    tries: list[dict[str, Any]]
+    last_execution: ExecutionRecord
+    tries: list[ExecutionRecord]
     """Each execution: sql, outcome, error. Replaced, never appended by a reducer."""
     fatal: bool
-    """Set when the run cannot go on (bad input, model unreachable)."""
+    """Set when the run cannot go on (bad input, model unreachable); every router then ends
+    the run (`macsql.graph.routing.unless_fatal`)."""
     model_error: str
+    refines: int
+    decomposition: str
 
 
-class MacSqlState(MacSqlInput, MacSqlOutput, SqlState, total=False):
+class _Asked(TypedDict, total=False):
+    """The input keys inside the state. The input schema requires them; in the state they are
+    optional, so that a node's partial update type-checks as the state type."""
+
+    question: str
+    db: str
+    evidence: str
+
+
+class PipelineState(_Asked, MacSqlOutput, SqlState, total=False):
+    """The keys every pipeline has: what the shared nodes (schema loader, Decomposer, executor)
+    read and write, and what they return as updates. Each pipeline's state extends it."""
+
+
+class MacSqlState(PipelineState, total=False):
     """Everything the MAC-SQL agents read and write."""
 
     selected_tables: list[str]
-    decomposition: str
-    refines: int
+
+
+# --------------------------------------------------------------------------- SQLFixAgent
+
+
+class SqlFixInput(MacSqlInput):
+    """A question and database, and optionally the SQL to check and repair."""
+
+    sql: NotRequired[
+        Annotated[
+            str,
+            Field(description="The SQL to check and repair; when absent the SQLTool writes it."),
+        ]
+    ]
+
+
+class SqlFixOutput(MacSqlOutput, total=False):
+    """MAC-SQL's output, plus what the review and the repair did."""
+
+    original_sql: str
+    """The SQL that was reviewed (given, or written by the SQLTool)."""
+    review: Review
+    repaired: bool
+    """True when `sql` is a repair that passed the check."""
+    repair_attempts: int
+    explanation: str
+    """The SQLRefiner's explanation of its last choice."""
+
+
+class SqlFixState(PipelineState, SqlFixOutput, total=False):
+    """Everything the SQLFixAgent nodes read and write."""
+
+    paraphrases: list[str]
+    candidates: list[Candidate]
+    """Executed candidates, one per distinct result."""
+    dropped_candidates: list[DroppedCandidate]
+    similar_repairs: list[dict[str, Any]]
+    failure_memory: list[RepairFailure]
+    """Failed repair attempts with the check's feedback, for the next attempt to reflect on."""
+    repair_choice: int
+
+
+class MacSqlSqlFixState(_Asked, SqlFixOutput, total=False):
+    """The keys the two stages of MAC-SQL + SQLFixAgent exchange."""
+
+
+# --------------------------------------------------------------------------- R^3
+
+
+def add_reviews(
+    left: list[ReviewerComment] | None, right: list[ReviewerComment] | None
+) -> list[ReviewerComment]:
+    """Reviews written in parallel add up; `None` (from the writer's first turn) clears them, so
+    a thread that asks a second question starts with no reviews."""
+    if right is None:
+        return []
+    return [*(left or []), *right]
+
+
+class R3Output(MacSqlOutput, total=False):
+    """MAC-SQL's output, plus how the discussion went."""
+
+    consensus: bool
+    """True when the writer stood by the reviewed SQL; False when the rounds ran out."""
+    review_turns: int
+    debug_turns: int
+    personas: list[str]
+    """The reviewers' generated professions."""
+    persona_fallback: str | None
+    """Why default professions were used, when the persona reply could not be read."""
+
+
+class R3State(PipelineState, R3Output, total=False):
+    """Everything the R^3 nodes read and write."""
+
+    few_shots: list[FewShot]
+    few_shot_error: str | None
+    history: list[ChatTurn]
+    """The writer's dialogue H."""
+    history_dropped: int
+    reviews: Annotated[list[ReviewerComment], add_reviews]
+    """Every review of this question's rounds (round, index, persona, comment)."""

@@ -17,7 +17,7 @@ from langchain_core._api import LangChainBetaWarning
 from langchain_core.load import loads
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, Generation
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 CACHED_CLASSES = (ChatGeneration, ChatGenerationChunk, AIMessage, AIMessageChunk, Generation)
@@ -27,7 +27,7 @@ class ChatReplySQLiteCache(SQLiteCache):
     """A `SQLiteCache` whose lookups revive only chat generations and AI messages."""
 
     def lookup(self, prompt: str, llm_string: str) -> list[Any] | None:
-        stmt = (
+        stmt: Select[Any] = (
             select(self.cache_schema.response)
             .where(self.cache_schema.prompt == prompt)
             .where(self.cache_schema.llm == llm_string)

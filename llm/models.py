@@ -108,7 +108,7 @@ def _build_client(
     if provider == "openai":
         kwargs["stream_usage"] = True  # token usage also when the graph streams tokens
     try:
-        client = init_chat_model(name, model_provider=provider, **kwargs)
+        client: BaseChatModel = init_chat_model(name, model_provider=provider, **kwargs)  # type: ignore[call-overload]
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs
         raise ModelConfigError(f"cannot set up model {settings.model!r}: {exc}") from exc
     return client

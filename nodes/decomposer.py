@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.context import Agent, BaseContext, ContextT, context_of
+from macsql.graph.state import PipelineState
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
 from macsql.nodes.model_calls import call_agent
@@ -15,8 +14,8 @@ from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
 
 
-def decomposer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def decomposer_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
+    context = context_of(runtime, BaseContext)
     template = "decomposer_spider" if context.dataset_style == "spider" else "decomposer_bird"
     emit(runtime, Agent.DECOMPOSER, "start", style=context.dataset_style)
     reply = call_agent(
@@ -27,7 +26,7 @@ def decomposer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[st
         return {**model_failure(reply.error or ""), "usage": reply.usage, "error": reply.error}
     sql = extract_sql(reply.text)
     emit(runtime, Agent.DECOMPOSER, "done", sql=sql)
-    update: dict[str, Any] = {
+    update: PipelineState = {
         "usage": reply.usage,
         "decomposition": reply.text,
         "candidate_sql": sql or "",

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from macsql.database.execution import Outcome
+from macsql.graph.state import Candidate, ExecutionRecord
 
 PREVIEW_ROWS = 10
 
 
-def ran(record: dict[str, Any] | None) -> bool:
+def ran(record: ExecutionRecord | Candidate | None) -> bool:
     """True when the execution record is of SQL that executed (rows or not)."""
     try:
         return Outcome((record or {}).get("outcome", "")).ran
@@ -17,7 +16,7 @@ def ran(record: dict[str, Any] | None) -> bool:
         return False
 
 
-def render_result(record: dict[str, Any] | None, max_rows: int = PREVIEW_ROWS) -> str:
+def render_result(record: ExecutionRecord | Candidate | None, max_rows: int = PREVIEW_ROWS) -> str:
     """An execution record as agents read it: a small table, or what went wrong."""
     record = record or {}
     outcome = record.get("outcome", "not run")

@@ -12,7 +12,8 @@ from langgraph.types import interrupt
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.execution import Outcome, execute_sql
-from macsql.graph.context import Context, context_of
+from macsql.graph.context import BaseContext, ContextT, context_of
+from macsql.graph.state import ExecutionRecord, PipelineState
 from macsql.nodes.events import emit
 
 # Lower is better when choosing which executed SQL to return.
@@ -37,7 +38,7 @@ _ANALYSIS_MESSAGES = {
 }
 
 
-def execute_and_analyse(db: str, sql: str, context: Context) -> dict[str, Any]:
+def execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRecord:
     """Execute `sql` on `db` under the context's bounds; a JSON-safe execution record."""
     try:
         ref = resolve_database(db)
@@ -60,17 +61,17 @@ def execute_and_analyse(db: str, sql: str, context: Context) -> dict[str, Any]:
     return record
 
 
-def best_try(tries: list[dict[str, Any]]) -> dict[str, Any]:
+def best_try(tries: list[ExecutionRecord]) -> ExecutionRecord:
     """The attempt to return: a passing one, else one that ran, else the last; latest wins ties."""
 
-    def rank(item: tuple[int, dict[str, Any]]) -> tuple[int, int]:
+    def rank(item: tuple[int, ExecutionRecord]) -> tuple[int, int]:
         index, attempt = item
         return (_RANK.get(Outcome(attempt["outcome"]), 2), -index)
 
     return min(enumerate(tries), key=rank)[1]
 
 
-def final_fields(tries: list[dict[str, Any]]) -> dict[str, Any]:
+def final_fields(tries: list[ExecutionRecord]) -> PipelineState:
     """The output keys, from the best executed attempt."""
     best = best_try(tries)
     ran = Outcome(best["outcome"]).ran
@@ -107,39 +108,27 @@ def _approved_sql(sql: str, attempt: int) -> str | None:
     return None
 
 
-def executor_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
+    context = context_of(runtime, BaseContext)
     attempt = state.get("attempts", 0) + 1
     sql = state.get("candidate_sql", "")
     if context.approve_sql:
         approved = _approved_sql(sql, attempt)
         if approved is None:
             emit(runtime, "executor", "rejected", attempt=attempt, sql=sql)
-            return {
+            rejected: PipelineState = {
                 "fatal": True,
                 "error": "the SQL was rejected by the reviewer",
-                "status": "failed" if not state.get("tries") else state.get("status"),
+                "status": state.get("status", "failed") if state.get("tries") else "failed",
             }
+            return rejected
         sql = approved
     emit(runtime, "executor", "start", attempt=attempt, sql=sql)
     record = execute_and_analyse(state["db"], sql, context)
-    tries = [
-        *state.get("tries", []),
-        {
-            k: record[k]
-            for k in (
-                "sql",
-                "outcome",
-                "error",
-                "error_class",
-                "columns",
-                "rows",
-                "row_count",
-                "truncated",
-            )
-            if k in record
-        },
-    ]
+    # The tries keep what the output needs of each execution, not its timing.
+    tried = record.copy()
+    tried.pop("elapsed", None)
+    tries = [*state.get("tries", []), tried]
     emit(
         runtime,
         "executor",
@@ -158,5 +147,5 @@ def executor_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str,
     }
 
 
-def execution_passed(state: dict[str, Any]) -> bool:
+def execution_passed(state: PipelineState) -> bool:
     return (state.get("last_execution") or {}).get("outcome") == Outcome.OK

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from macsql.graph.state import ExecutionRecord, PipelineState
 
 NO_SQL_MESSAGE = "the model's reply contained no ```sql block"
 
 
-def no_sql_execution(reply_text: str) -> dict[str, Any]:
+def no_sql_execution(reply_text: str) -> ExecutionRecord:
     """An execution record for a reply without SQL, so the Refiner sees it as an error."""
     excerpt = " ".join(reply_text.split())[:300]
     return {
@@ -21,6 +21,6 @@ def no_sql_execution(reply_text: str) -> dict[str, Any]:
     }
 
 
-def model_failure(message: str) -> dict[str, Any]:
+def model_failure(message: str) -> PipelineState:
     """The run stops: the model cannot be reached. What was executed so far is kept."""
     return {"fatal": True, "model_error": message}

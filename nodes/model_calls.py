@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from langchain_core.messages import BaseMessage
 
-from macsql.graph.context import Agent, Context
+from macsql.graph.context import Agent, BaseContext
 from macsql.llm.calls import ModelReply, call_model
 from macsql.llm.settings import ModelSettings
 
 
-def settings_for(context: Context, agent: Agent) -> ModelSettings:
+def settings_for(context: BaseContext, agent: Agent) -> ModelSettings:
     """The model `agent` uses under `context`, with the run's connection settings."""
     return ModelSettings(
         model=context.model_for(agent),
@@ -22,7 +22,7 @@ def settings_for(context: Context, agent: Agent) -> ModelSettings:
 
 
 def call_agent(
-    context: Context,
+    context: BaseContext,
     agent: Agent,
     prompt: str | list[BaseMessage],
     *,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from macsql.graph.context import Context
+from macsql.graph.context import BaseContext
+from macsql.graph.state import PromptKeys
 
 _QUOTE_HINTS = {
     "sqlite": "Quote names that contain spaces or symbols with backticks, e.g. `Free Meal Count`.",
@@ -25,7 +24,7 @@ def dialect_name(dialect: str) -> str:
     }.get(dialect, dialect or "SQL")
 
 
-def prompt_inputs(state: dict[str, Any], context: Context) -> dict[str, str]:
+def prompt_inputs(state: PromptKeys, context: BaseContext) -> dict[str, str]:
     evidence = (state.get("evidence") or "").strip()
     if context.dataset_style == "spider":
         evidence = ""

@@ -16,12 +16,12 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Context, context_of
+from macsql.graph.context import R3Context, context_of
+from macsql.graph.state import FewShot, R3State
 from macsql.nodes.events import emit
 from macsql.nodes.lexical_similarity import BM25Index
 
@@ -33,7 +33,7 @@ class FewShotExample:
     db_id: str = ""
     evidence: str = ""
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> FewShot:
         return {
             "question": self.question,
             "sql": self.sql,
@@ -160,7 +160,7 @@ def selector_for(pool_path: str, embeddings_name: str | None = None) -> FewShotS
         return _selectors.setdefault(key, selector)
 
 
-def format_examples(examples: Iterable[dict[str, Any]]) -> str:
+def format_examples(examples: Iterable[FewShot]) -> str:
     """The examples as the writer sees them: question (and evidence), then SQL."""
     blocks = []
     for i, ex in enumerate(examples, 1):
@@ -173,9 +173,9 @@ def format_examples(examples: Iterable[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def kshot_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def kshot_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """Choose `k_shot` examples from `few_shot_pool`; nothing when either is unset."""
-    context = context_of(runtime)
+    context = context_of(runtime, R3Context)
     if context.k_shot <= 0 or not context.few_shot_pool:
         return {"few_shots": [], "few_shot_error": None}
     emit(runtime, "kshot", "start", k=context.k_shot, pool=context.few_shot_pool)

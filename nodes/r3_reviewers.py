@@ -8,12 +8,11 @@ read by the writer.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.context import Agent, R3Context, context_of
+from macsql.graph.state import R3State, ReviewerComment, ReviewTask
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import render_result
 from macsql.nodes.failures import model_failure
@@ -53,8 +52,8 @@ def parse_personas(text: str, n: int) -> list[str]:
     return out[:n]
 
 
-def persona_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def persona_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
+    context = context_of(runtime, R3Context)
     n = max(context.num_reviewers, 1)
     sql = (state.get("last_execution") or {}).get("sql") or ""
     emit(runtime, Agent.PERSONA, "start", reviewers=n)
@@ -76,7 +75,7 @@ def persona_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
     return {"personas": personas, "persona_fallback": fallback, "usage": reply.usage}
 
 
-def review_sends(state: dict[str, Any]) -> list[Send]:
+def review_sends(state: R3State) -> list[Send]:
     """One review task per reviewer, for the current round."""
     round_no = state.get("review_turns", 0) + 1
     shared = {k: state.get(k) for k in _REVIEW_KEYS}
@@ -86,12 +85,12 @@ def review_sends(state: dict[str, Any]) -> list[Send]:
     ]
 
 
-def reviewer_node(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def reviewer_node(task: ReviewTask, runtime: Runtime[R3Context]) -> R3State:
     """One reviewer's comments on the SQL and its result table."""
-    context = context_of(runtime)
+    context = context_of(runtime, R3Context)
     record = task.get("last_execution") or {}
     persona = task["persona"]
-    review = {"round": task["round"], "index": task["index"], "persona": persona}
+    review: ReviewerComment = {"round": task["round"], "index": task["index"], "persona": persona}
     emit(runtime, Agent.REVIEWER, "start", round=task["round"], reviewer=task["index"] + 1)
     prompt = render_prompt(
         "r3_reviewer",

@@ -10,13 +10,12 @@ Consensus: the writer's revised SQL equals the SQL under review, after sqlglot n
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlglot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.context import Agent, R3Context, context_of
+from macsql.graph.state import ChatTurn, R3State, ReviewerComment
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
@@ -29,7 +28,7 @@ from macsql.prompts import render_prompt
 
 AGENT = Agent.WRITER
 
-Message = dict[str, str]
+Message = ChatTurn
 
 
 def normalise_sql(sql: str, dialect: str | None = None) -> str:
@@ -81,7 +80,7 @@ def to_messages(history: list[Message]) -> list[BaseMessage]:
     ]
 
 
-def task_message(state: dict[str, Any], context: Context) -> str:
+def task_message(state: R3State, context: R3Context) -> str:
     shots = state.get("few_shots") or []
     examples = ""
     if shots:
@@ -99,54 +98,56 @@ def task_message(state: dict[str, Any], context: Context) -> str:
 
 
 def _ask(
-    state: dict[str, Any],
-    runtime: Runtime[Context],
+    state: R3State,
+    runtime: Runtime[R3Context],
     history: list[Message],
     phase: str,
-) -> tuple[dict[str, Any], str | None, str | None]:
+) -> tuple[R3State, str | None, str | None]:
     """Send the (truncated) history; the update, the reply's SQL, and the reply (None if failed)."""
-    context = context_of(runtime)
+    context = context_of(runtime, R3Context)
     sent, dropped = truncate_history(history, context.history_char_budget)
     emit(runtime, AGENT, "start", step=phase, messages=len(sent), dropped=dropped)
     reply = call_agent(context, AGENT, to_messages(sent))
     if reply.failed:
         emit(runtime, AGENT, "error", step=phase, error=reply.error)
-        update = {**model_failure(reply.error or ""), "usage": reply.usage, "history": history}
+        failed: R3State = {**model_failure(reply.error or ""), "usage": reply.usage}
+        failed["history"] = history
         if not state.get("tries"):
-            update["error"] = reply.error
-        return update, None, None
+            failed["error"] = reply.error
+        return failed, None, None
     sql = extract_sql(reply.text)
     emit(runtime, AGENT, "done", step=phase, sql=sql)
-    history = [*history, {"role": "assistant", "content": reply.text}]
-    update = {"usage": reply.usage, "history": history, "history_dropped": dropped}
+    answered: list[Message] = [*history, {"role": "assistant", "content": reply.text}]
+    update: R3State = {"usage": reply.usage, "history": answered, "history_dropped": dropped}
     return update, sql, reply.text
 
 
-def _with_candidate(update: dict[str, Any], sql: str | None, reply: str) -> dict[str, Any]:
+def _with_candidate(update: R3State, sql: str | None, reply: str) -> R3State:
     update["candidate_sql"] = sql or ""
     if sql is None:
         update["last_execution"] = no_sql_execution(reply)
     return update
 
 
-def writer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """y = LLM(x, S); H = [(x, S), y]."""
-    context = context_of(runtime)
+    context = context_of(runtime, R3Context)
     history: list[Message] = [{"role": "user", "content": task_message(state, context)}]
     update, sql, reply = _ask(state, runtime, history, "write")
-    base = {
+    base: R3State = {
         "debug_turns": 0,
         "review_turns": 0,
         "consensus": False,
         "personas": [],
-        "reviews": None,  # clears the reviews of an earlier question in the same thread
+        # None clears the reviews of an earlier question in the same thread (`add_reviews`).
+        "reviews": None,  # type: ignore[typeddict-item]
     }
     if reply is None:
         return {**base, **update}
     return {**base, **_with_candidate(update, sql, reply)}
 
 
-def writer_debug_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """H ← H + e; y' = LLM(H); H ← H + y'."""
     failed = state.get("last_execution") or {}
     turn = state.get("debug_turns", 0) + 1
@@ -156,7 +157,7 @@ def writer_debug_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
         error_class=failed.get("error_class") or "none",
         error=failed.get("error") or "none",
     )
-    history = [*(state.get("history") or []), {"role": "user", "content": error}]
+    history: list[Message] = [*(state.get("history") or []), {"role": "user", "content": error}]
     update, sql, reply = _ask(state, runtime, history, f"debug {turn}")
     update["debug_turns"] = turn
     if reply is None:
@@ -164,20 +165,20 @@ def writer_debug_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
     return _with_candidate(update, sql, reply)
 
 
-def round_reviews(state: dict[str, Any]) -> list[dict[str, Any]]:
+def round_reviews(state: R3State) -> list[ReviewerComment]:
     """The reviews of the current round, in reviewer order."""
     current = state.get("review_turns", 0) + 1
     found = [r for r in state.get("reviews") or [] if r.get("round") == current]
     return sorted(found, key=lambda r: r.get("index", 0))
 
 
-def format_reviews(reviews: list[dict[str, Any]]) -> str:
+def format_reviews(reviews: list[ReviewerComment]) -> str:
     return "\n\n".join(
         f"Reviewer {i} ({r['persona']}):\n{r['comment'].strip()}" for i, r in enumerate(reviews, 1)
     )
 
 
-def writer_revise_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def writer_revise_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """H ← H + r; y'' = LLM(H); H ← H + y''. Same SQL as reviewed (normalised): consensus."""
     reviewed = state.get("last_execution") or {}
     turn = state.get("review_turns", 0) + 1
@@ -186,14 +187,17 @@ def writer_revise_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict
         errors = "; ".join(r.get("error") or "" for r in round_reviews(state))
         message = f"every reviewer failed in round {turn}: {errors or 'no reviews'}"
         emit(runtime, AGENT, "error", step="revise", error=message)
-        return {"fatal": True, "model_error": message, "review_turns": turn}
+        return {**model_failure(message), "review_turns": turn}
     feedback = render_prompt(
         "r3_writer_revise",
         result=render_result(reviewed),
         count=len(reviews),
         reviews=format_reviews(reviews),
     )
-    history = [*(state.get("history") or []), {"role": "user", "content": feedback}]
+    history: list[Message] = [
+        *(state.get("history") or []),
+        {"role": "user", "content": feedback},
+    ]
     update, sql, reply = _ask(state, runtime, history, f"revise {turn}")
     update["review_turns"] = turn
     if reply is None:
@@ -203,10 +207,11 @@ def writer_revise_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict
     agreed = sql is None or same_sql(sql, previous, state.get("dialect"))
     emit(runtime, AGENT, "consensus" if agreed else "revised", round=turn, sql=sql or previous)
     if agreed:
-        update.update(consensus=True, candidate_sql="")
-        last = (state.get("tries") or [None])[-1]
-        if last is not None and ran(last):
-            update.update(final_fields([last]))  # the agreed SQL, as executed
+        update["consensus"] = True
+        update["candidate_sql"] = ""
+        tries = state.get("tries") or []
+        if tries and ran(tries[-1]):
+            update.update(final_fields(tries[-1:]))  # the agreed SQL, as executed
         return update
-    update["candidate_sql"] = sql
+    update["candidate_sql"] = sql or ""
     return update

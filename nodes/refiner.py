@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.context import Agent, MacSqlContext, context_of
+from macsql.graph.state import MacSqlState
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
 from macsql.nodes.model_calls import call_agent
@@ -15,8 +14,8 @@ from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
 
 
-def refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def refiner_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
+    context = context_of(runtime, MacSqlContext)
     failed = state.get("last_execution") or {}
     refines = state.get("refines", 0) + 1
     emit(runtime, Agent.REFINER, "start", attempt=refines, outcome=failed.get("outcome"))
@@ -31,15 +30,14 @@ def refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, 
     reply = call_agent(context, Agent.REFINER, prompt)
     if reply.failed:
         emit(runtime, Agent.REFINER, "error", error=reply.error)
-        return {
-            **model_failure(reply.error or ""),
-            "usage": reply.usage,
-            "refines": refines,
-            **({} if state.get("status") == "ok" else {"error": reply.error}),
-        }
+        stopped: MacSqlState = {**model_failure(reply.error or ""), "usage": reply.usage}
+        stopped["refines"] = refines
+        if state.get("status") != "ok":  # an earlier SQL that ran stays the answer
+            stopped["error"] = reply.error
+        return stopped
     sql = extract_sql(reply.text)
     emit(runtime, Agent.REFINER, "done", attempt=refines, sql=sql)
-    update: dict[str, Any] = {"usage": reply.usage, "refines": refines, "candidate_sql": sql or ""}
+    update: MacSqlState = {"usage": reply.usage, "refines": refines, "candidate_sql": sql or ""}
     if sql is None:
         update["last_execution"] = {**no_sql_execution(reply.text), "sql": failed.get("sql", "")}
         if not state.get("tries"):

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.schema import load_schema
-from macsql.graph.context import Context, context_of
+from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
+from macsql.graph.state import PipelineState, Usage
 from macsql.nodes.events import emit
 from macsql.nodes.schema_render import rendered_schema
 
 
-def fail(message: str) -> dict[str, Any]:
+def fail(message: str) -> PipelineState:
     """A terminal state update: nothing ran, and the caller is told why."""
     return {
         "fatal": True,
@@ -30,8 +31,11 @@ def fail(message: str) -> dict[str, Any]:
     }
 
 
-def load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
+    try:
+        context = context_of(runtime, BaseContext)
+    except (ContextError, TypeError) as exc:
+        return fail(f"invalid settings: {exc}")
     question = (state.get("question") or "").strip()
     if not question:
         return fail("the question is empty")
@@ -62,7 +66,7 @@ def load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
         "selector_used": False,
         "selector_fallback": None,
         # A thread that answers a second question starts its usage again, past the reducer.
-        "usage": Overwrite({}),
+        "usage": cast(Usage, Overwrite({})),
         "attempts": 0,
         "refines": 0,
         "tries": [],
@@ -71,11 +75,3 @@ def load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
         "sql": "",
         "fatal": False,
     }
-
-
-def needs_selector(state: dict[str, Any], context: Context) -> bool:
-    """MAC-SQL's rule: prune only schemas with many columns per table or in total."""
-    tables = state.get("schema", {}).get("tables", [])
-    total = sum(len(t["columns"]) for t in tables)
-    average = total / len(tables) if tables else 0.0
-    return average > context.selector_max_avg_columns or total > context.selector_max_total_columns

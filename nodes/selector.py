@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
 from macsql.database.schema import SchemaInfo
-from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.context import Agent, MacSqlContext, context_of
+from macsql.graph.state import MacSqlState
 from macsql.nodes.events import emit
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
@@ -17,14 +16,14 @@ from macsql.nodes.schema_selection import apply_selection
 from macsql.prompts import render_prompt
 
 
-def selector_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
+    context = context_of(runtime, MacSqlContext)
     schema = SchemaInfo.from_dict(state["schema"])
     emit(runtime, Agent.SELECTOR, "start", tables=len(schema.tables), columns=schema.total_columns)
     reply = call_agent(
         context, Agent.SELECTOR, render_prompt("selector", **prompt_inputs(state, context))
     )
-    update: dict[str, Any] = {"selector_used": True, "usage": reply.usage}
+    update: MacSqlState = {"selector_used": True, "usage": reply.usage}
     if reply.failed:
         fallback = f"selector model failed, full schema kept: {reply.error}"
     else:
@@ -47,3 +46,11 @@ def selector_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str,
     every_table = [t.name for t in schema.tables]
     emit(runtime, Agent.SELECTOR, "fallback", reason=fallback, selected_tables=every_table)
     return {**update, "selector_fallback": fallback, "selected_tables": every_table}
+
+
+def needs_selector(state: MacSqlState, context: MacSqlContext) -> bool:
+    """MAC-SQL's rule: prune only schemas with many columns per table or in total."""
+    tables = state.get("schema", {}).get("tables", [])
+    total = sum(len(t["columns"]) for t in tables)
+    average = total / len(tables) if tables else 0.0
+    return average > context.selector_max_avg_columns or total > context.selector_max_total_columns

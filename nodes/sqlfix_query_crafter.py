@@ -13,8 +13,15 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Agent, Context, context_of
-from macsql.graph.state import Usage, merge_usage
+from macsql.graph.context import Agent, SqlFixContext, context_of
+from macsql.graph.state import (
+    Candidate,
+    DroppedCandidate,
+    ExecutionRecord,
+    SqlFixState,
+    Usage,
+    merge_usage,
+)
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import PREVIEW_ROWS, ran
 from macsql.nodes.executor import execute_and_analyse
@@ -49,15 +56,15 @@ def parse_paraphrases(text: str, question: str, n: int) -> list[str]:
     return out[: max(n, 0)]
 
 
-def result_key(record: dict[str, Any]) -> str:
+def result_key(record: ExecutionRecord) -> str:
     """Results compare by their rows in order (column names aside): an ORDER BY can be the very
     difference the question cares about, so two orders of the same rows stay two candidates."""
     rows = record.get("rows") or []
     return json.dumps([record.get("row_count", len(rows)), rows], default=str)
 
 
-def query_crafter_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
+    context = context_of(runtime, SqlFixContext)
     question = (state.get("question") or "").strip()
     n = max(context.num_paraphrases, 0)
     emit(runtime, AGENT, "start", paraphrases=n)
@@ -73,8 +80,8 @@ def query_crafter_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict
         paraphrases = parse_paraphrases(reply.text, question, n)
     original = state.get("last_execution") or {}
     original_key = result_key(original) if ran(original) else None
-    candidates: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
+    candidates: list[Candidate] = []
+    dropped: list[DroppedCandidate] = []
     seen: dict[str, int] = {}
     for wording in paraphrases:
         generated = generate_sql(state, runtime, question=wording)
@@ -109,7 +116,7 @@ def query_crafter_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict
         )
     emit(
         runtime,
-        "query_crafter",
+        AGENT,
         "done",
         paraphrases=paraphrases,
         candidates=[c["sql"] for c in candidates],

@@ -13,7 +13,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from macsql.database.execution import Outcome
-from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.context import Agent, SqlFixContext, context_of
+from macsql.graph.state import Candidate, ExecutionRecord, RepairFailure, SqlFixState
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
@@ -48,7 +49,7 @@ def format_repairs(repairs: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def format_candidates(candidates: list[dict[str, Any]]) -> str:
+def format_candidates(candidates: list[Candidate]) -> str:
     if not candidates:
         return (
             "(none: no candidate query executed, so write the corrected query yourself "
@@ -65,7 +66,7 @@ def format_candidates(candidates: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def format_failures(failures: list[dict[str, Any]]) -> str:
+def format_failures(failures: list[RepairFailure]) -> str:
     if not failures:
         return "(none: this is the first attempt)"
     blocks = []
@@ -80,7 +81,7 @@ def format_failures(failures: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def parse_choice(text: str, candidates: list[dict[str, Any]]) -> tuple[str | None, int, str]:
+def parse_choice(text: str, candidates: list[Candidate]) -> tuple[str | None, int, str]:
     """(SQL, chosen candidate number or 0 for an own fix, explanation) from the reply."""
     found = extract_json_object(text) or {}
     explanation = str(found.get("explanation") or "").strip()
@@ -93,10 +94,10 @@ def parse_choice(text: str, candidates: list[dict[str, Any]]) -> tuple[str | Non
     return extract_sql(text), 0, explanation
 
 
-def sql_refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
+    context = context_of(runtime, SqlFixContext)
     attempt = state.get("repair_attempts", 0) + 1
-    update: dict[str, Any] = {"repair_attempts": attempt}
+    update: SqlFixState = {"repair_attempts": attempt}
     repairs = state.get("similar_repairs")
     if attempt == 1 or repairs is None:
         store = store_of(runtime)
@@ -135,18 +136,16 @@ def sql_refiner_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[s
         return {**update, **model_failure(reply.error or ""), "usage": reply.usage}
     sql, choice, explanation = parse_choice(reply.text, candidates)
     emit(runtime, AGENT, "done", attempt=attempt, choice=choice, sql=sql)
-    update.update(
-        usage=reply.usage,
-        candidate_sql=sql or "",
-        repair_choice=choice,
-        explanation=explanation or reply.text.strip()[:1000],
-    )
+    update["usage"] = reply.usage
+    update["candidate_sql"] = sql or ""
+    update["repair_choice"] = choice
+    update["explanation"] = explanation or reply.text.strip()[:1000]
     if sql is None:
         update["last_execution"] = no_sql_execution(reply.text)
     return update
 
 
-def repair_check(record: dict[str, Any]) -> str | None:
+def repair_check(record: ExecutionRecord) -> str | None:
     """None when the repair passes (it executed, analysed ok, and returned rows), else why not."""
     outcome = record.get("outcome")
     if outcome == Outcome.OK and record.get("row_count", len(record.get("rows") or [])) > 0:
@@ -156,9 +155,9 @@ def repair_check(record: dict[str, Any]) -> str | None:
     return f"{outcome}: {record.get('error') or 'no message'}"
 
 
-def check_repair_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def check_repair_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
     """Judge the attempt just executed; remember a failure, or settle on a passing repair."""
-    context = context_of(runtime)
+    context = context_of(runtime, SqlFixContext)
     record = state.get("last_execution") or {}
     attempt = state.get("repair_attempts", 0)
     feedback = repair_check(record)
@@ -177,14 +176,14 @@ def check_repair_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
                 },
             )
         return {"repaired": True, **final_fields([record])}
-    failure = {
+    failure: RepairFailure = {
         "attempt": attempt,
         "sql": record.get("sql") or "",
         "feedback": feedback,
         "explanation": state.get("explanation") or "",
     }
     emit(runtime, AGENT, "failed_check", attempt=attempt, feedback=feedback)
-    update: dict[str, Any] = {"failure_memory": [*(state.get("failure_memory") or []), failure]}
+    update: SqlFixState = {"failure_memory": [*(state.get("failure_memory") or []), failure]}
     # Until a repair passes, the answer is the original SQL when it ran (the reviewer may have
     # been wrong), else the best execution so far.
     tries = state.get("tries") or []
@@ -196,5 +195,5 @@ def check_repair_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
     return update
 
 
-def repair_passed(state: dict[str, Any]) -> bool:
+def repair_passed(state: SqlFixState) -> bool:
     return bool(state.get("repaired"))

@@ -8,11 +8,12 @@ which ends with a verdict: `pass` keeps the SQL as final, `error` starts the rep
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Literal
 
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Agent, Context, context_of
+from macsql.graph.context import Agent, SqlFixContext, context_of
+from macsql.graph.state import Review, SqlFixState
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.failures import model_failure
@@ -28,7 +29,10 @@ _ERROR_WORDS = {"error", "incorrect", "wrong", "fail", "failed", "no", "reject",
 _VERDICT_LINE = re.compile(r"verdict\W{0,5}([a-z]+)", re.I)
 
 
-def parse_verdict(text: str) -> tuple[str, str] | None:
+Verdict = Literal["pass", "error"]
+
+
+def parse_verdict(text: str) -> tuple[Verdict, str] | None:
     """('pass' | 'error', reason) from the reviewer's reply, or None when it gave none."""
     found = extract_json_object(text)
     if found is not None:
@@ -47,12 +51,12 @@ def parse_verdict(text: str) -> tuple[str, str] | None:
     return None
 
 
-def sql_reviewer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    context = context_of(runtime)
+def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
+    context = context_of(runtime, SqlFixContext)
     record = state.get("last_execution") or {}
     sql = record.get("sql") or state.get("original_sql") or ""
     if not ran(record):
-        review = {
+        review: Review = {
             "verdict": "error",
             "source": "execution",
             "reason": f"the query did not execute ({record.get('outcome', 'not run')}): "
@@ -83,5 +87,5 @@ def sql_reviewer_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[
     return {"review": review, "original_sql": sql, "usage": reply.usage}
 
 
-def review_passed(state: dict[str, Any]) -> bool:
+def review_passed(state: SqlFixState) -> bool:
     return (state.get("review") or {}).get("verdict") == "pass"

@@ -9,12 +9,11 @@ plain text-to-SQL prompt, the way the paper plugs in a fine-tuned text-to-SQL mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Agent, Context, context_of
-from macsql.graph.state import Usage
+from macsql.graph.context import Agent, SqlFixContext, context_of
+from macsql.graph.state import SqlFixState, Usage
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
@@ -40,11 +39,12 @@ class GeneratedSql:
 
 
 def generate_sql(
-    state: dict[str, Any], runtime: Runtime[Context], question: str | None = None
+    state: SqlFixState, runtime: Runtime[SqlFixContext], question: str | None = None
 ) -> GeneratedSql:
     """Ask the SQLTool for a query answering `question` (default: the state's question)."""
-    context = context_of(runtime)
-    asked = {**state, "question": question if question is not None else state.get("question")}
+    context = context_of(runtime, SqlFixContext)
+    wording = question if question is not None else state.get("question", "")
+    asked: SqlFixState = {**state, "question": wording}
     if context.sql_generator.strip().lower() == DECOMPOSER:
         update = decomposer_node(asked, runtime)
         return GeneratedSql(
@@ -67,15 +67,15 @@ def generate_sql(
     return GeneratedSql(sql, reply.text, reply.usage)
 
 
-def sqlfix_load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
     """MAC-SQL's `load_schema`, keeping the caller's SQL (input key `sql`) as the candidate."""
     given = (state.get("sql") or "").strip().rstrip(";").strip()
-    update = load_schema_node(state, runtime)
-    update["original_sql"] = given
-    if update.get("fatal"):
-        return update
+    loaded = load_schema_node(state, runtime)
+    if loaded.get("fatal"):
+        return {**loaded, "original_sql": given}
     return {
-        **update,
+        **loaded,
+        "original_sql": given,
         "candidate_sql": given,
         "repair_attempts": 0,
         "failure_memory": [],
@@ -90,7 +90,7 @@ def sqlfix_load_schema_node(state: dict[str, Any], runtime: Runtime[Context]) ->
     }
 
 
-def sql_tool_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+def sql_tool_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
     """Write the first SQL with the SQLTool, when the caller gave none."""
     generated = generate_sql(state, runtime)
     if generated.error is not None:
@@ -99,7 +99,7 @@ def sql_tool_node(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str,
             "usage": generated.usage,
             "error": generated.error,
         }
-    update: dict[str, Any] = {
+    update: SqlFixState = {
         "usage": generated.usage,
         "candidate_sql": generated.sql or "",
         "original_sql": generated.sql or "",

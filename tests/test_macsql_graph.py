@@ -264,7 +264,7 @@ def test_best_try_prefers_passing_then_ran_then_latest() -> None:
 
 def test_needs_selector_uses_the_official_thresholds() -> None:
     from macsql.graph.context import Context
-    from macsql.nodes.schema_loader import needs_selector
+    from macsql.nodes.selector import needs_selector
 
     def state(widths: list[int]) -> dict:
         return {"schema": {"tables": [{"columns": [{}] * w} for w in widths]}}
@@ -295,3 +295,10 @@ def test_a_thread_answering_two_questions_counts_each_ones_usage(scripted) -> No
     assert second["attempts"] == 1 and second["rows"] == [[6]]
     assert set(second["usage"]) == {"decomposer"}
     assert second["usage"]["decomposer"]["calls"] == 1
+
+
+def test_the_demo_database_is_reachable_by_name_from_the_python_api(scripted) -> None:
+    """`{"db": "demo"}` works in Studio and the Python API as it does in the CLI."""
+    _, context = scripted([sql_reply("SELECT count(*) FROM book")])
+    out = run(context, question="How many books are there?", db="demo")
+    assert out["status"] == "ok" and out["rows"][0][0] > 0
