@@ -58,18 +58,11 @@ class Review(TypedDict, total=False):
     """The reviewer's rubber-duck walk through the query, when a model reviewed it."""
 
 
-class Candidate(TypedDict):
+class Candidate(ExecutionRecord, total=False):
     """A QueryCrafter candidate that executed: one per distinct result."""
 
-    sql: str
     paraphrases: list[str]
     """The rewordings of the question it was written for."""
-    outcome: str
-    columns: list[str]
-    rows: list[list[Any]]
-    row_count: int
-    truncated: bool
-    error: str | None
     same_result_as_original: bool
 
 
