@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from macsql.cli.ask import add_ask_arguments, ask_main
 from macsql.cli.common import EXIT_USAGE, UsageError
-from macsql.evals.cli import add_eval_arguments, add_score_arguments, eval_main, score_main
+from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
 
 Handler = Callable[[argparse.Namespace], int]
 

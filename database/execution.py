@@ -176,7 +176,7 @@ def _sqlite_authorizer(
 def _run_sqlite(
     conn: Connection, sql: str, timeout: float, max_rows: int | None
 ) -> ExecutionResult:
-    raw = conn.connection.driver_connection
+    raw: Any = conn.connection.driver_connection
     # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
     # to the file, and query_only also refuses TEMP tables, whatever an earlier statement did.
     raw.execute("PRAGMA query_only = ON")
@@ -200,7 +200,7 @@ def _run_sqlite(
 def _run_postgres(
     conn: Connection, sql: str, timeout: float, max_rows: int | None
 ) -> ExecutionResult:
-    raw = conn.connection.driver_connection
+    raw: Any = conn.connection.driver_connection
     raw.rollback()
     raw.read_only = True
     deadline = time.monotonic() + timeout

@@ -473,10 +473,10 @@ def _add_keys(pg: Any, plans: list[TablePlan], report: LoadReport) -> None:
     for plan in plans:
         if not plan.primary_key:
             continue
-        cols = ", ".join(quote_ident(c) for c in plan.primary_key)
-        error = _try_ddl(pg, f"ALTER TABLE {quote_ident(plan.name)} ADD PRIMARY KEY ({cols})")
+        key_list = ", ".join(quote_ident(c) for c in plan.primary_key)
+        error = _try_ddl(pg, f"ALTER TABLE {quote_ident(plan.name)} ADD PRIMARY KEY ({key_list})")
         if error:
-            report.warnings.append(f"primary key of {plan.name} ({cols}) skipped: {error}")
+            report.warnings.append(f"primary key of {plan.name} ({key_list}) skipped: {error}")
         else:
             report.primary_keys += 1
             primary[plan.name] = plan.primary_key
@@ -595,6 +595,7 @@ def copy_sqlite_to_postgres(
         try:
             with target.connect() as conn, _open_sqlite(path) as source:
                 pg = conn.connection.driver_connection
+                assert pg is not None  # a checked-out connection always has its driver's
                 plans = plan_tables(source, report.warnings, numeric_text)
                 for plan in plans:
                     report.tables[plan.name] = _load_table(pg, source, plan)

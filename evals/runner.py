@@ -31,9 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from macsql.evals.datasets import Dataset, EvalItem, load_dataset
+from macsql.evals.datasets import Dataset, DatasetName, EvalItem, load_dataset
 from macsql.evals.predictions import write_bird_predictions, write_spider_predictions
 from macsql.evals.report import build_summary, write_reports
 from macsql.evals.scoring import ItemScore, Reason, Scorer, item_score_from_json, time_ratios
@@ -358,7 +358,9 @@ async def run_eval(
 ) -> RunResult:
     """Run (or resume) an eval; `graph` overrides the pipeline named in `options`."""
     started = time.perf_counter()
-    dataset = load_dataset(options.dataset, options.data_dir, options.split, db_url=options.db_url)
+    dataset = load_dataset(
+        cast(DatasetName, options.dataset), options.data_dir, options.split, db_url=options.db_url
+    )
     items = dataset.items[: options.limit] if options.limit else dataset.items
     out = Path(options.out).expanduser()
     records = _prepare_out_dir(options, out)
@@ -574,7 +576,7 @@ class _WorkerPool:
         self.options = options
         self.graph = graph
         self.method = _start_method()
-        ctx = multiprocessing.get_context(self.method)
+        ctx: Any = multiprocessing.get_context(self.method)
         shares = _request_shares(options.concurrency, processes)
         self.share = shares[0]
         self.position = ctx.Value("q", 0)

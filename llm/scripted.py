@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
@@ -82,15 +83,19 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "macsql-scripted"
 
-    def _reply(self, messages: list[BaseMessage]) -> tuple[str, dict[str, int]]:
+    def _reply(self, messages: list[BaseMessage]) -> tuple[str, UsageMetadata]:
         text = prompt_text(messages)
         reply = self._script.next(text)
         if isinstance(reply, BaseException):
             raise reply
         if isinstance(reply, int):
             raise RuntimeError(f"scripted HTTP error {reply}")
-        usage = {"input_tokens": _estimate_tokens(text), "output_tokens": _estimate_tokens(reply)}
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        prompt_tokens, reply_tokens = _estimate_tokens(text), _estimate_tokens(reply)
+        usage = UsageMetadata(
+            input_tokens=prompt_tokens,
+            output_tokens=reply_tokens,
+            total_tokens=prompt_tokens + reply_tokens,
+        )
         return reply, usage
 
     def _generate(
@@ -101,7 +106,7 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         reply, usage = self._reply(messages)
-        message = AIMessage(content=reply, usage_metadata=usage)  # type: ignore[arg-type]
+        message = AIMessage(content=reply, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
@@ -116,7 +121,7 @@ class ScriptedChatModel(BaseChatModel):
         for i, piece in enumerate(pieces):
             chunk = AIMessageChunk(
                 content=piece, usage_metadata=usage if i == len(pieces) - 1 else None
-            )  # type: ignore[arg-type]
+            )
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)
@@ -289,7 +294,8 @@ class ScriptedOpenAIServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        host_text = host.decode() if isinstance(host, bytes) else host
+        return f"http://{host_text}:{port}/v1"
 
     def start(self) -> ScriptedOpenAIServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)

@@ -236,7 +236,7 @@ def test_bird_run_writes_predict_dev_json_and_per_difficulty_ex(
 def test_score_cli_on_bird_json(
     tiny_bird: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from macsql.evals.cli import main
+    from macsql.cli.evals import main
 
     pred_file = write_bird_predictions(
         tmp_path / "predict_dev.json",

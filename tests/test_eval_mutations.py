@@ -224,7 +224,7 @@ def test_mutated_predictions_file_round_trip_through_score_json(
     spider: Dataset, mutations: list[Mutation], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """``score --json`` on a pred.sql holding gold everywhere but a few mutated lines."""
-    from macsql.evals.cli import main
+    from macsql.cli.evals import main
 
     chosen = {m.index: m for m in mutations if m.kind in ("column", "swap")}
     lines = [chosen[i].sql if i in chosen else it.gold_sql for i, it in enumerate(spider.items)]

@@ -75,7 +75,7 @@ def test_sigkill_mid_run_then_resume_gives_each_item_once(tmp_path: Path) -> Non
     cmd = [
         sys.executable,
         "-m",
-        "macsql.evals.cli",
+        "macsql.cli.evals",
         "eval",
         "--dataset",
         "spider",

@@ -245,7 +245,7 @@ def test_an_existing_run_is_not_overwritten_silently(tmp_path: Path) -> None:
 
 @needs_spider
 def test_cli_eval_gold_subset(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from macsql.evals.cli import main
+    from macsql.cli.evals import main
 
     out = tmp_path / "cli"
     assert main(spider_eval_args(out, "--gold", "--limit", "30")) == 0

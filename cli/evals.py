@@ -1,7 +1,7 @@
 """The ``eval`` and ``score`` subcommands.
 
 ``macsql.cli.main`` adds them with `add_eval_arguments` / `add_score_arguments` and runs
-`eval_main` / `score_main`. ``python -m macsql.evals.cli {eval,score} ...`` works as well.
+`eval_main` / `score_main`. ``python -m macsql.cli.evals {eval,score} ...`` works as well.
 """
 
 from __future__ import annotations
