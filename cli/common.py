@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
+from dataclasses import fields
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
-from macsql.graph.context import Agent, Context, ContextError
+from macsql.graph.context import Agent, Context, ContextError, build_context
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.models import get_chat_model
 from macsql.nodes.model_calls import settings_for
@@ -70,28 +70,25 @@ def add_context_fields_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_context(args: argparse.Namespace, base: Context | None = None) -> Context:
-    context = base or Context()
-    changes: dict[str, object] = {}
-    if getattr(args, "model", None):
-        changes["model"] = args.model
-    if getattr(args, "base_url", None):
-        changes["base_url"] = args.base_url
-    if getattr(args, "api_key", None):
-        changes["api_key"] = args.api_key
-    if getattr(args, "max_tries", None) is not None:
-        if args.max_tries < 1:
-            raise UsageError("--max-tries must be at least 1")
-        changes["max_try_times"] = args.max_tries
-    if getattr(args, "timeout", None) is not None:
-        if args.timeout <= 0:
-            raise UsageError("--timeout must be positive")
-        changes["query_timeout"] = args.timeout
-    if getattr(args, "dataset_style", None):
-        changes["dataset_style"] = args.dataset_style
-    changes.update(parse_context_fields(getattr(args, "context_fields", None) or []))
+def context_from_args(args: argparse.Namespace, base: Context | None = None) -> Context:
+    """The Context of a subcommand's model options (`build_context` does the building)."""
+    max_tries = getattr(args, "max_tries", None)
+    if max_tries is not None and max_tries < 1:
+        raise UsageError("--max-tries must be at least 1")
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be positive")
     try:
-        return replace(context, **changes)  # type: ignore[arg-type]
+        return build_context(
+            base=base,
+            model=getattr(args, "model", None),
+            base_url=getattr(args, "base_url", None),
+            api_key=getattr(args, "api_key", None),
+            max_try_times=max_tries,
+            query_timeout=timeout,
+            dataset_style=getattr(args, "dataset_style", None),
+            overrides=parse_context_fields(getattr(args, "context_fields", None) or []),
+        )
     except ContextError as exc:
         raise UsageError(str(exc)) from exc
 
