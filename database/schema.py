@@ -25,7 +25,7 @@ from sqlalchemy import inspect, text
 
 from macsql.database.atomic_files import write_text_atomically
 from macsql.database.cache_paths import cache_root
-from macsql.database.connection import DatabaseRef, get_engine, get_sql_database
+from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.execution import Outcome, execute_sql
 
 SCHEMA_FORMAT_VERSION = 3
@@ -175,10 +175,7 @@ def build_schema(
     engine = get_engine(db)
     inspector = inspect(engine)
     # Views are read-only and as queryable as tables, so the agents see them too.
-    # (SQLDatabase's own view_support asks SQLite for materialized views and fails.)
-    table_names = sorted(
-        {*get_sql_database(db).get_usable_table_names(), *inspector.get_view_names()}
-    )
+    table_names = sorted({*inspector.get_table_names(), *inspector.get_view_names()})
     descriptions = load_descriptions(db.description_dir) if db.description_dir else {}
     tables: list[TableInfo] = []
     fks: list[ForeignKey] = []
