@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
+from functools import cache
+from typing import Any, get_args, get_type_hints
+
+from pydantic import TypeAdapter, ValidationError
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
@@ -93,40 +97,38 @@ def context_from_args(args: argparse.Namespace, base: Context | None = None) -> 
         raise UsageError(str(exc)) from exc
 
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+_NONE_WORDS = ("", "none", "null")
+
+
+@cache
+def _field_types() -> dict[str, tuple[TypeAdapter[Any], bool]]:
+    """Each Context field's validator of its declared type (pydantic's lax mode parses text),
+    and whether the field may be empty."""
+    hints = get_type_hints(Context)
+    return {
+        f.name: (TypeAdapter(hints[f.name]), type(None) in get_args(hints[f.name]))
+        for f in fields(Context)
+    }
 
 
 def parse_context_fields(assignments: list[str]) -> dict[str, object]:
     """`FIELD=VALUE` strings as typed Context values; unknown fields and bad values are errors."""
-    types = {f.name: str(f.type) for f in fields(Context)}
+    types = _field_types()
     values: dict[str, object] = {}
     for assignment in assignments:
         name, sep, raw = assignment.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or name not in types:
             raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
-        kind = types[name]
         text = raw.strip()
+        adapter, may_be_empty = types[name]
+        if may_be_empty and text.lower() in _NONE_WORDS:
+            values[name] = None
+            continue
         try:
-            if "None" in kind and text.lower() in ("", "none", "null"):
-                values[name] = None
-            elif kind.startswith("bool"):
-                if text.lower() not in _TRUE | _FALSE:
-                    raise ValueError("expected true or false")
-                values[name] = text.lower() in _TRUE
-            elif kind.startswith("int"):
-                values[name] = int(text)
-            elif kind.startswith("float"):
-                values[name] = float(text)
-            elif kind == "DatasetStyle":
-                if text not in ("bird", "spider"):
-                    raise ValueError("expected bird or spider")
-                values[name] = text
-            else:
-                values[name] = text
-        except ValueError as exc:
-            raise UsageError(f"--set {name}: {exc}") from exc
+            values[name] = adapter.validate_python(text)
+        except ValidationError as exc:
+            raise UsageError(f"--set {name}: {exc.errors()[0]['msg']}") from exc
     return values
 
 
