@@ -52,7 +52,8 @@ async def predict_and_score(
         )
         record.update(correct=score.correct, reason=score.reason, detail=score.detail)
     except Exception as exc:  # scoring must not stop the run either
-        record.update(correct=False, reason="scoring_error", detail=f"{type(exc).__name__}: {exc}")
+        detail = f"{type(exc).__name__}: {exc}"
+        record.update(correct=False, reason=Reason.SCORING_ERROR, detail=detail)
     record["elapsed_s"] = round(time.perf_counter() - t0, 4)
     return record
 
