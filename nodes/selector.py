@@ -7,6 +7,7 @@ from langgraph.runtime import Runtime
 from macsql.database.schema import SchemaInfo
 from macsql.graph.context import Agent, MacSqlContext, context_of
 from macsql.graph.state import MacSqlState
+from macsql.llm.traces import annotate_call
 from macsql.nodes.events import emit
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
@@ -34,6 +35,7 @@ def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSql
             result = apply_selection(schema, selection)
             if result.applied:
                 kept = [t.name for t in result.schema.tables]
+                annotate_call(Agent.SELECTOR, kept_tables=kept, fallback=None)
                 emit(runtime, Agent.SELECTOR, "done", selected_tables=kept, notes=result.notes)
                 return {
                     **update,
@@ -44,6 +46,7 @@ def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSql
                 }
             fallback = "; ".join(result.notes) + ", full schema kept"
     every_table = [t.name for t in schema.tables]
+    annotate_call(Agent.SELECTOR, kept_tables=every_table, fallback=fallback)
     emit(runtime, Agent.SELECTOR, "fallback", reason=fallback, selected_tables=every_table)
     return {**update, "selector_fallback": fallback, "selected_tables": every_table}
 
