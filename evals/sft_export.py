@@ -28,7 +28,7 @@ from macsql.evals.eval_sets import (
     evaluation_files,
     questions_of,
 )
-from macsql.evals.runner import RESULTS_FILE, RUN_FILE, read_results
+from macsql.evals.results import RESULTS_FILE, RUN_FILE, read_results
 from macsql.evals.sft_formats import FORMATS
 from macsql.evals.sft_samples import Drop, Sample, item_samples
 from macsql.evals.sft_stats import (

@@ -60,8 +60,8 @@ class TraceWriter:
         self._file = path.open("a", encoding="utf-8")
 
     def write(self, record: dict[str, Any], calls: list[dict[str, Any]]) -> None:
-        self._file.write(json.dumps(trace_line(record, calls), ensure_ascii=False, default=str))
-        self._file.write("\n")
+        line = json.dumps(trace_line(record, calls), ensure_ascii=False, default=str)
+        self._file.write(line + "\n")
         self._file.flush()
 
     def close(self) -> None:
