@@ -8,7 +8,10 @@ A sample is the messages the agent was sent plus its reply as the assistant's tu
   is the item's final SQL: a Refiner's repair is kept when it led to the correct result, and a
   draft that needed repairing is not, since it would teach the wrong SQL;
 - it is a Selector call whose kept tables hold every table of the gold SQL (sqlglot), and its
-  reply was applied (not a fallback to the full schema).
+  reply was applied (not a fallback to the full schema);
+- it is a verdict of SQLFixAgent's SQLReviewer that the outcome bears out: "pass" on the SQL
+  that stayed the answer, "error" on SQL that was replaced (a false alarm on the correct SQL
+  would teach the reviewer to flag it).
 
 Failed calls and empty replies are never samples. Each call is dropped by the first rule it
 breaks, so the counts add up to the calls.
@@ -25,6 +28,7 @@ from sqlglot import exp
 
 from macsql.graph.context import Agent
 from macsql.nodes.replies import extract_sql
+from macsql.nodes.sqlfix_reviewer import parse_verdict
 
 SQL_WRITERS = frozenset(
     {Agent.DECOMPOSER, Agent.REFINER, Agent.SQL_TOOL, Agent.WRITER, Agent.SQL_REFINER}
@@ -39,6 +43,7 @@ class Drop:
     ITEM_NOT_CORRECT = "item_not_correct"
     SELECTOR_MISSED_GOLD_TABLE = "selector_missed_gold_table"
     SQL_NOT_FINAL = "sql_not_final"
+    REVIEW_CONTRADICTED = "review_contradicted"
     DUPLICATE = "duplicate"
 
 
@@ -93,8 +98,10 @@ def judge_call(
     *,
     agents: Collection[str] | None,
     only_correct: bool,
+    reviewed_sql: str | None = None,
 ) -> str | None:
-    """The first rule `call` breaks, or None when it makes a sample."""
+    """The first rule `call` breaks, or None when it makes a sample. `reviewed_sql` is the SQL
+    executed last before the call (what a reviewer was shown)."""
     agent = str(call.get("agent"))
     if call.get("error") or not str(call.get("reply") or "").strip():
         return Drop.MODEL_ERROR
@@ -110,6 +117,11 @@ def judge_call(
             return Drop.SELECTOR_MISSED_GOLD_TABLE
     if agent in SQL_WRITERS and not _same_sql(_sql_written(call), result.get("prediction")):
         return Drop.SQL_NOT_FINAL
+    verdict = parse_verdict(str(call.get("reply"))) if agent == Agent.REVIEWER else None
+    if verdict is not None and reviewed_sql is not None:
+        stayed = _same_sql(reviewed_sql, result.get("prediction"))
+        if stayed != (verdict[0] == "pass"):
+            return Drop.REVIEW_CONTRADICTED
     return None
 
 
@@ -124,8 +136,10 @@ def item_samples(
     """Every agent call of one item as a sample, with `drop` set when a rule refuses it."""
     gold = gold_tables(gold_sql) if gold_sql else None
     samples = []
+    reviewed: str | None = None
     for call in trace.get("calls") or []:
         if not call.get("agent"):  # an execution of SQL no agent wrote here
+            reviewed = (call.get("execution") or {}).get("sql") or reviewed
             continue
         reply = {"role": "assistant", "content": str(call.get("reply") or "")}
         samples.append(
@@ -134,9 +148,17 @@ def item_samples(
                 db_id=str(result.get("db_id") or trace.get("db_id") or ""),
                 index=int(trace["index"]),
                 messages=[*call.get("messages", []), reply],
-                drop=judge_call(call, result, gold, agents=agents, only_correct=only_correct),
+                drop=judge_call(
+                    call,
+                    result,
+                    gold,
+                    agents=agents,
+                    only_correct=only_correct,
+                    reviewed_sql=reviewed,
+                ),
                 reasoning=call.get("reasoning"),
                 usage=dict(call.get("usage") or {}),
             )
         )
+        reviewed = (call.get("execution") or {}).get("sql") or reviewed
     return samples

@@ -40,8 +40,10 @@ def load_tokenizer(spec: str) -> TokenCounter:
             tokenizer = AutoTokenizer.from_pretrained(name)
             return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
     except Exception as exc:  # no network for the encoding, no transformers, unknown name
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise TokenizerError(f"cannot load tokenizer {spec!r}: {first}") from None
+        first = (str(exc).strip().splitlines() or [""])[0].split(" (Caused by")[0][:160]
+        raise TokenizerError(
+            f"cannot load tokenizer {spec!r} ({type(exc).__name__}: {first})"
+        ) from None
     raise TokenizerError(f"tokenizer {spec!r}: use tiktoken:ENCODING or hf:NAME_OR_PATH")
 
 
@@ -113,6 +115,10 @@ def build_stats(
     }
 
 
+def _databases(n: int) -> str:
+    return f"{n} database" + ("" if n == 1 else "s")
+
+
 def stats_markdown(stats: dict[str, Any]) -> str:
     tokens = stats.get("tokenizer")
     unit = "tokens" if tokens else "chars"
@@ -124,8 +130,8 @@ def stats_markdown(stats: dict[str, Any]) -> str:
         "",
         f"{stats['calls']} agent calls from {stats.get('items_traced')} traced items "
         f"({stats.get('items_correct')} correct) → {stats['samples']} samples: "
-        f"{stats['train']} train ({stats['train_databases']} databases), "
-        f"{stats['validation']} validation ({stats['validation_databases']} databases).",
+        f"{stats['train']} train ({_databases(stats['train_databases'])}), "
+        f"{stats['validation']} validation ({_databases(stats['validation_databases'])}).",
         "",
         f"| agent | calls | samples | train | validation | prompt {unit} (mean / max) "
         f"| reply {unit} (mean / max) | teacher's tokens in / out (mean) |",

@@ -377,14 +377,19 @@ def test_a_run_without_traces_is_a_clear_error(
 
 
 @pytest.mark.parametrize(
-    ("pipeline", "agents"),
+    ("pipeline", "agents", "dropped"),
     [
-        ("sqlfix", {"decomposer", "reviewer", "query_crafter", "sql_refiner"}),
-        ("r3", {"writer", "persona", "reviewer"}),
+        # The reviewer flags 5 gold SQL queries that then stay the answer: false alarms.
+        (
+            "sqlfix",
+            {"decomposer", "reviewer", "query_crafter", "sql_refiner"},
+            {"review_contradicted": 5},
+        ),
+        ("r3", {"writer", "persona", "reviewer"}, {}),
     ],
 )
 def test_sqlfix_and_r3_runs_export_their_agents(
-    tmp_path: Path, pipeline: str, agents: set[str]
+    tmp_path: Path, pipeline: str, agents: set[str], dropped: dict[str, int]
 ) -> None:
     responder = SpiderResponder()  # plays every agent, answering with the gold SQL
     items = _train()[:10]
@@ -401,6 +406,7 @@ def test_sqlfix_and_r3_runs_export_their_agents(
     assert set(stats["per_agent"]) == agents
     assert all(e["samples"] > 0 for e in stats["per_agent"].values())
     assert stats["calls"] == len(traced)
+    assert {k: v["count"] for k, v in stats["dropped"].items()} == dropped
     samples = _lines(tmp_path / "sft.jsonl")
     assert len(samples) == stats["samples"]
     replies = {c["reply"] for c in traced}
