@@ -1,7 +1,8 @@
 """Sample layouts that common fine-tuning tools read, one JSON object per line.
 
 - ``chat``: ``{"messages": [{"role", "content"}, ...]}``, OpenAI's layout, which TRL's
-  SFTTrainer, Axolotl (``type: chat_template``) and LLaMA-Factory (``formatting: openai``) take.
+  SFTTrainer, Axolotl (``type: chat_template``) and LLaMA-Factory (``sharegpt`` formatting with
+  OpenAI-style role/content tags) take.
 - ``sharegpt``: ``{"conversations": [{"from": "system"|"human"|"gpt", "value"}, ...]}``, with a
   system prompt as the first turn (FastChat's and Axolotl's convention).
 - ``alpaca``: ``{"instruction", "input", "output"}``, the layout of the released MAC-SQL
