@@ -85,6 +85,12 @@ def export_main(args: argparse.Namespace) -> int:
     except ExportError as exc:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return 2
+    if not result.stats["eval_sets_checked"]:
+        print(
+            "macsql: warning: no evaluation question file was found beside the run's data to "
+            "check the prompts against; pass --eval-set FILE (e.g. Spider dev.json, BIRD dev.json)",
+            file=sys.stderr,
+        )
     print(stats_markdown(result.stats), end="")
     written = [result.train_path, result.validation_path, *result.stats_paths]
     print("wrote " + ", ".join(str(p) for p in written if p is not None))

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-TRAINING_SPLITS = frozenset({"train"})
-"""Splits whose questions may become fine-tuning data (Spider train_spider.json, BIRD train)."""
+TRAINING_SPLITS = frozenset({"train", "train_others"})
+"""Splits whose questions may become fine-tuning data (Spider train_spider.json and
+train_others.json, BIRD train)."""
 
 _EVALUATION_FILES = {
     "spider": ("dev.json", "test.json"),
@@ -79,6 +80,7 @@ class QuoteFinder:
                 self._by_key.setdefault(tokens[:_KEY_WORDS], []).append(
                     (tokens, Quote(question, source))
                 )
+        self.sources = list(sources)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_key.values())

@@ -232,6 +232,8 @@ def export_sft(options: ExportOptions, *, count_tokens: TokenCounter | None = No
             "split_by_db": options.split_by_db,
             "items_traced": len(traced),
             "items_correct": sum(1 for r in traced if r.get("correct") is True),
+            "eval_sets_checked": finder.sources,
+            "eval_questions_checked": len(finder),
             "train_file": str(out),
             "validation_file": str(validation_path) if validation_path else None,
         },

@@ -155,6 +155,11 @@ def stats_markdown(stats: dict[str, Any]) -> str:
         else f"Tokens not counted: {stats.get('tokenizer_error')}; lengths are in characters."
     )
     lines.append("The teacher's tokens are the usage its server reported for the kept calls.")
+    checked = ", ".join(f"`{p}`" for p in stats.get("eval_sets_checked") or []) or "none found"
+    lines.append(
+        f"No kept prompt quotes any of {stats.get('eval_questions_checked', 0)} evaluation "
+        f"questions ({checked})."
+    )
     return "\n".join(lines) + "\n"
 
 

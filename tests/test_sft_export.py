@@ -32,6 +32,7 @@ from conftest import SPIDER, spider_eval_args
 from test_pipelines_eval import SpiderResponder
 
 from macsql.cli.main import main
+from macsql.evals.eval_sets import QuoteFinder
 from macsql.evals.sft_export import ExportOptions, export_sft
 from macsql.llm.scripted import ScriptedOpenAIServer
 
@@ -242,6 +243,9 @@ def test_export_keeps_and_drops_what_the_rules_say(
         "selector_missed_gold_table": 2,
     }
     assert stats["dropped"]["sql_not_final"]["share"] == round(6 / 72, 4)
+    # Every kept prompt was checked against Spider dev (bar the 6 questions train repeats).
+    assert stats["eval_sets_checked"] == [str(SPIDER / "dev.json")]
+    assert stats["eval_questions_checked"] == 1034 - 6
     samples = _lines(tmp_path / "sft.jsonl")
     assert len(samples) == 58
     replies = [s["messages"][-1]["content"] for s in samples]
@@ -412,3 +416,14 @@ def test_sqlfix_and_r3_runs_export_their_agents(
     replies = {c["reply"] for c in traced}
     assert all(s["conversations"][-1]["from"] == "gpt" for s in samples)
     assert all(s["conversations"][-1]["value"] in replies for s in samples)
+
+
+def test_quotes_are_found_on_words_and_training_questions_are_exempt() -> None:
+    finder = QuoteFinder(
+        {"dev.json": ["How many flights do we have?", "What is the total number of singers?"]},
+        allowed=["How many flights do we have?"],  # the training file has it too
+    )
+    assert finder.find("[Question] How many flights do we have?") is None
+    quote = finder.find('Example: "what is the TOTAL\nnumber of singers" -> SELECT count(*) ...')
+    assert quote is not None and quote.question == "What is the total number of singers?"
+    assert finder.find("What is the total number of songs?") is None
