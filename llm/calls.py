@@ -16,7 +16,7 @@ from macsql.graph.state import Usage
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
-from macsql.llm.traces import record_model_call
+from macsql.llm.traces import traced
 
 
 @dataclass
@@ -42,6 +42,7 @@ def usage_entry(message: BaseMessage | None, latency: float, calls: int = 1) -> 
     }
 
 
+@traced
 def call_model(
     settings: ModelSettings,
     agent: str,
@@ -55,20 +56,6 @@ def call_model(
     messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
         messages.insert(0, SystemMessage(system))
-    reply = _call(settings, agent, messages)
-    record_model_call(
-        agent,
-        settings.model,
-        messages,
-        reply=reply.text,
-        reasoning=getattr(reply, "reasoning", None),
-        error=reply.error,
-        usage=reply.usage.get(agent, {}),
-    )
-    return reply
-
-
-def _call(settings: ModelSettings, agent: str, messages: list[BaseMessage]) -> ModelReply:
     try:
         model = get_chat_model(settings)
     except ModelConfigError as exc:

@@ -14,17 +14,26 @@ asyncio task of one eval item and the executor threads LangGraph runs its sync n
 (langchain copies the context into them), so concurrent items never share a trace and a forked
 eval process records its own. Outside the block nothing is recorded and nothing is kept.
 The model's connection settings (API key, base URL) are never part of a trace.
+
+What feeds it: `call_model` is wrapped by `traced`; the executor calls `record_execution`; the
+Selector adds its kept tables with `annotate_call`.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
-from langchain_core.messages import BaseMessage, convert_to_openai_messages
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_openai_messages,
+)
 
 # What a trace keeps of an execution: enough to judge and replay it, not the result rows.
 _EXECUTION_KEYS = ("sql", "outcome", "error", "error_class", "row_count")
@@ -78,32 +87,48 @@ def message_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return [dict(m) for m in convert_to_openai_messages(list(messages))]
 
 
-def record_model_call(
-    agent: str,
-    model: str,
-    messages: Sequence[BaseMessage],
-    *,
-    reply: str,
-    reasoning: str | None,
-    error: str | None,
-    usage: Mapping[str, Any],
-) -> None:
-    """One model call, if a trace is being recorded."""
-    recorder = _current.get()
-    if recorder is None:
-        return
-    recorder.add_call(
-        {
-            "agent": agent,
-            "model": model,
-            "messages": message_dicts(messages),
-            "reply": reply,
-            "reasoning": reasoning,
-            "error": error,
-            "usage": dict(usage),
-            "execution": None,
-        }
-    )
+def sent_messages(prompt: str | list[BaseMessage], system: str | None) -> list[BaseMessage]:
+    """The messages `call_model` sends for a prompt and an optional system prompt."""
+    messages: list[BaseMessage] = [HumanMessage(prompt)] if isinstance(prompt, str) else [*prompt]
+    if system:
+        messages.insert(0, SystemMessage(system))
+    return messages
+
+
+class _Reply(Protocol):
+    text: str
+    error: str | None
+    usage: Any
+
+
+_Call = TypeVar("_Call", bound=Callable[..., Any])
+
+
+def traced(call_model: _Call) -> _Call:
+    """Record each call of `call_model(settings, agent, prompt, *, system=None, ...)` in the
+    trace being recorded, if any: a decorator, so the call itself stays as it is."""
+
+    @functools.wraps(call_model)
+    def call(settings: Any, agent: str, prompt: str | list[BaseMessage], **options: Any) -> _Reply:
+        reply: _Reply = call_model(settings, agent, prompt, **options)
+        recorder = _current.get()
+        if recorder is not None:
+            messages = sent_messages(prompt, options.get("system"))
+            recorder.add_call(
+                {
+                    "agent": agent,
+                    "model": settings.model,
+                    "messages": message_dicts(messages),
+                    "reply": reply.text,
+                    "reasoning": getattr(reply, "reasoning", None) or None,
+                    "error": reply.error,
+                    "usage": dict((reply.usage or {}).get(agent) or {}),
+                    "execution": None,
+                }
+            )
+        return reply
+
+    return cast(_Call, call)
 
 
 def record_execution(record: Mapping[str, Any]) -> None:
