@@ -18,6 +18,18 @@ from macsql.prompts import render_prompt
 
 
 def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
+    update = _select(state, runtime)
+    # A trace keeps what the Selector's reply did: the tables kept, or why it was not applied.
+    applied = "schema_text" in update
+    annotate_call(
+        Agent.SELECTOR,
+        kept_tables=update.get("selected_tables"),
+        fallback=None if applied else update.get("selector_fallback"),
+    )
+    return update
+
+
+def _select(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
     context = context_of(runtime, MacSqlContext)
     schema = SchemaInfo.from_dict(state["schema"])
     emit(runtime, Agent.SELECTOR, "start", tables=len(schema.tables), columns=schema.total_columns)
@@ -35,7 +47,6 @@ def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSql
             result = apply_selection(schema, selection)
             if result.applied:
                 kept = [t.name for t in result.schema.tables]
-                annotate_call(Agent.SELECTOR, kept_tables=kept, fallback=None)
                 emit(runtime, Agent.SELECTOR, "done", selected_tables=kept, notes=result.notes)
                 return {
                     **update,
@@ -46,7 +57,6 @@ def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSql
                 }
             fallback = "; ".join(result.notes) + ", full schema kept"
     every_table = [t.name for t in schema.tables]
-    annotate_call(Agent.SELECTOR, kept_tables=every_table, fallback=fallback)
     emit(runtime, Agent.SELECTOR, "fallback", reason=fallback, selected_tables=every_table)
     return {**update, "selector_fallback": fallback, "selected_tables": every_table}
 
