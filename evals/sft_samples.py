@@ -55,7 +55,6 @@ class Sample:
     messages: list[dict[str, Any]]
     """The messages as sent, then the reply as the assistant's turn."""
     drop: str | None = None
-    reasoning: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     """The call's usage as the teacher's server reported it (its own token counts)."""
 
@@ -156,7 +155,6 @@ def item_samples(
                     only_correct=only_correct,
                     reviewed_sql=reviewed,
                 ),
-                reasoning=call.get("reasoning"),
                 usage=dict(call.get("usage") or {}),
             )
         )

@@ -34,6 +34,7 @@ from test_pipelines_eval import SpiderResponder
 from macsql.cli.main import main
 from macsql.evals.eval_sets import QuoteFinder
 from macsql.evals.sft_export import ExportOptions, export_sft
+from macsql.evals.sft_formats import alpaca, chat, sharegpt
 from macsql.llm.scripted import ScriptedOpenAIServer
 
 N = 60
@@ -427,3 +428,25 @@ def test_quotes_are_found_on_words_and_training_questions_are_exempt() -> None:
     quote = finder.find('Example: "what is the TOTAL\nnumber of singers" -> SELECT count(*) ...')
     assert quote is not None and quote.question == "What is the total number of singers?"
     assert finder.find("What is the total number of songs?") is None
+
+
+def test_formats_of_a_conversation_with_a_system_prompt() -> None:
+    """R^3's writer converses and its reviewers have a system prompt: every layout keeps it."""
+    messages = [
+        {"role": "system", "content": "You review SQL."},
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "draft"},
+        {"role": "user", "content": "error: no such column"},
+        {"role": "assistant", "content": "fixed"},
+    ]
+    assert chat(messages) == {"messages": messages}
+    assert [t["from"] for t in sharegpt(messages)["conversations"]] == [
+        "system", "human", "gpt", "human", "gpt",
+    ]  # fmt: skip
+    assert alpaca(messages) == {
+        "instruction": "error: no such column",
+        "input": "",
+        "output": "fixed",
+        "system": "You review SQL.",
+        "history": [["task", "draft"]],
+    }
