@@ -82,7 +82,7 @@ def export_main(args: argparse.Namespace) -> int:
     except EvaluationDataError as exc:
         print(f"macsql: refused: {exc}", file=sys.stderr)
         return 2
-    except ExportError as exc:
+    except (ExportError, OSError) as exc:  # OSError: the output cannot be written
         print(f"macsql: error: {exc}", file=sys.stderr)
         return 2
     if not result.stats["eval_sets_checked"]:

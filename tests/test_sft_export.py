@@ -374,6 +374,18 @@ def test_a_prompt_quoting_an_evaluation_question_is_refused(
     assert _export(teacher_run["out"], tmp_path / "ok.jsonl")[0] == 0
 
 
+def test_bad_options_are_clear_errors(
+    teacher_run: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _export(teacher_run["out"], tmp_path / "a.jsonl", "--split-by-db", "1.5")[0] == 2
+    assert "--split-by-db takes a share in [0, 1)" in capsys.readouterr().err
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert _export(teacher_run["out"], blocked / "sft.jsonl")[0] == 2  # a file, not a folder
+    err = capsys.readouterr().err
+    assert err.startswith("macsql: error:") and "Traceback" not in err
+
+
 def test_a_run_without_traces_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
