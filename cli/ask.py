@@ -23,6 +23,7 @@ from macsql.cli.common import (
 )
 from macsql.graph.registry import get_pipeline, pipeline_names
 from macsql.llm.models import ModelConfigError
+from macsql.llm.traces import recording_traces
 
 
 def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +42,11 @@ def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
+        "--traces",
+        action="store_true",
+        help="with --json: add `traces`, every agent call as sent and answered, in order",
+    )
+    parser.add_argument(
         "--stream",
         action="store_true",
         help="print each agent's progress and the model's tokens as they come",
@@ -54,6 +60,8 @@ def ask_main(args: argparse.Namespace) -> int:
         question = (args.question or "").strip()
         if not question:
             raise UsageError("the question is empty")
+        if args.traces and not args.json:
+            raise UsageError("--traces goes with --json (the traces are part of the JSON)")
         db = resolve_db_argument(args.db)
         context = context_from_args(args)
         enable_cache(args)
@@ -63,16 +71,21 @@ def ask_main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     graph = get_pipeline(args.pipeline)
     payload = {"question": question, "evidence": args.evidence or "", "db": db}
-    if args.stream:
-        # With --json, progress goes to stderr so stdout stays one JSON object.
-        progress = Console(stderr=True, highlight=False, soft_wrap=True) if args.json else console
-        result = _run_streaming(graph, payload, context, progress)
-    else:
-        result = graph.invoke(payload, context=context)
+    with recording_traces() as trace:
+        if args.stream:
+            # With --json, progress goes to stderr so stdout stays one JSON object.
+            progress = (
+                Console(stderr=True, highlight=False, soft_wrap=True) if args.json else console
+            )
+            result = _run_streaming(graph, payload, context, progress)
+        else:
+            result = graph.invoke(payload, context=context)
     # Streamed "values" carry every channel; keep only the pipeline's output schema.
     keys = graph.builder.output_schema.__annotations__
     output = {k: v for k, v in result.items() if k in keys}
     output.setdefault("error", None)
+    if args.traces:
+        output["traces"] = trace.calls
     if args.json:
         print(json.dumps(output, ensure_ascii=False, default=str))
     else:

@@ -128,6 +128,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds one item may take before it is recorded as failed",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--traces",
+        action="store_true",
+        help="record every agent call (messages as sent, reply, usage, what followed) in "
+        "traces.jsonl beside results.jsonl, for `macsql export-sft`",
+    )
     _add_scoring_arguments(parser)
 
 
@@ -174,6 +180,7 @@ def eval_main(args: argparse.Namespace) -> int:
         cache=args.cache,
         db_url=args.db_url,
         progress=not args.no_progress,
+        traces=args.traces,
         context_overrides=overrides,
         processes=max(1, args.processes),
     )

@@ -10,6 +10,7 @@ from typing import NoReturn
 from macsql.cli.ask import add_ask_arguments, ask_main
 from macsql.cli.common import EXIT_USAGE, UsageError
 from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
+from macsql.cli.export_sft import add_export_arguments, export_main
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -58,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
     add_score_arguments(sub.add_parser("score", help="score a predictions file"))
     handlers["eval"], handlers["score"] = eval_main, score_main
+
+    add_export_arguments(
+        sub.add_parser("export-sft", help="turn a traced teacher run into fine-tuning data")
+    )
+    handlers["export-sft"] = export_main
 
     demo = sub.add_parser("demo", help="write the demo database and print its path")
     demo.add_argument("path", nargs="?", default=None)

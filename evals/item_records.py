@@ -11,6 +11,8 @@ from typing import Any
 from macsql.evals.datasets import EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.scoring import ItemScore, Reason, Scorer
+from macsql.evals.trace_file import TRACE_KEY
+from macsql.llm.traces import recording_traces
 
 
 def base_record(item: EvalItem) -> dict[str, Any]:
@@ -59,7 +61,18 @@ async def predict_and_score(
 
 
 async def predict(item: EvalItem, options: EvalOptions, graph: Any, context: Any) -> dict[str, Any]:
-    """Run the pipeline on one item; any failure becomes a failed record, never an exception."""
+    """Run the pipeline on one item; any failure becomes a failed record, never an exception.
+    With `options.traces` the item's agent calls come along under `TRACE_KEY`, failed or not."""
+    if options.traces and not options.gold:
+        with recording_traces() as trace:
+            prediction = await _predict(item, options, graph, context)
+        return {**prediction, TRACE_KEY: list(trace.calls)}
+    return await _predict(item, options, graph, context)
+
+
+async def _predict(
+    item: EvalItem, options: EvalOptions, graph: Any, context: Any
+) -> dict[str, Any]:
     if options.gold:
         return {
             "prediction": item.gold_sql,

@@ -45,6 +45,9 @@ class EvalOptions:
     so one process saturates one core; more use more cores. Children are forked when this
     process runs no other thread (they then inherit the graph and any registered model);
     otherwise they are spawned, and the model must be a string a fresh process can resolve."""
+    traces: bool = False
+    """Record every agent call of every item (messages as sent, reply, usage, what followed)
+    in ``traces.jsonl`` beside the results: a teacher's run for fine-tuning data."""
 
     @property
     def mode(self) -> str:

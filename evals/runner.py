@@ -42,6 +42,7 @@ from macsql.evals.scheduler import (
     run_items,
 )
 from macsql.evals.scoring import Scorer, item_score_from_json, time_ratios
+from macsql.evals.trace_file import TRACE_KEY, TRACES_FILE, TraceWriter, keep_traces_of
 from macsql.graph.registry import resolve_pipeline
 from macsql.llm.cache import enable_llm_cache
 
@@ -67,6 +68,7 @@ async def run_eval(
     items = dataset.items[: options.limit] if options.limit else dataset.items
     out = Path(options.out).expanduser()
     records = prepare_out_dir(options, out)
+    keep_traces_of(out / TRACES_FILE, records)  # a trace whose item has no result is rerun
     write_run_file(out, options, started=True)
 
     if not options.gold and graph is None:
@@ -90,11 +92,15 @@ async def run_eval(
         loop.set_default_executor(executor)
 
         writer = ResultsWriter(out / RESULTS_FILE)
+        tracer = TraceWriter(out / TRACES_FILE) if options.traces and not options.gold else None
         progress = Progress.resuming(
             options.progress, len(items), [records[i.index] for i in items if i.index in records]
         )
 
         def finish(record: dict[str, Any]) -> None:
+            calls = record.pop(TRACE_KEY, None)
+            if tracer is not None and calls is not None:
+                tracer.write(record, calls)  # first: a result never lacks its trace
             writer.write(record)
             records[record["index"]] = record
             progress.advance(record)
@@ -113,6 +119,8 @@ async def run_eval(
         finally:
             progress.stop()
             writer.close()
+            if tracer is not None:
+                tracer.close()
             if pool is not None:
                 pool.close()
 

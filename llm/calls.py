@@ -16,6 +16,7 @@ from macsql.graph.state import Usage
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
+from macsql.llm.traces import traced
 
 
 @dataclass
@@ -41,6 +42,7 @@ def usage_entry(message: BaseMessage | None, latency: float, calls: int = 1) -> 
     }
 
 
+@traced
 def call_model(
     settings: ModelSettings,
     agent: str,

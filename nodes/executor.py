@@ -14,6 +14,7 @@ from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.graph.context import BaseContext, ContextT, context_of
 from macsql.graph.state import ExecutionRecord, PipelineState
+from macsql.llm.traces import record_execution
 from macsql.nodes.events import emit
 
 # Lower is better when choosing which executed SQL to return.
@@ -39,7 +40,14 @@ _ANALYSIS_MESSAGES = {
 
 
 def execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRecord:
-    """Execute `sql` on `db` under the context's bounds; a JSON-safe execution record."""
+    """Execute `sql` on `db` under the context's bounds; a JSON-safe execution record (also
+    added to the trace being recorded, after the call that wrote the SQL)."""
+    record = _execute_and_analyse(db, sql, context)
+    record_execution(record)
+    return record
+
+
+def _execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRecord:
     try:
         ref = resolve_database(db)
     except DatabaseNotFoundError as exc:

@@ -7,6 +7,7 @@ from langgraph.runtime import Runtime
 from macsql.database.schema import SchemaInfo
 from macsql.graph.context import Agent, MacSqlContext, context_of
 from macsql.graph.state import MacSqlState
+from macsql.llm.traces import annotate_call
 from macsql.nodes.events import emit
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
@@ -17,6 +18,18 @@ from macsql.prompts import render_prompt
 
 
 def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
+    update = _select(state, runtime)
+    # A trace keeps what the Selector's reply did: the tables kept, or why it was not applied.
+    applied = "schema_text" in update
+    annotate_call(
+        Agent.SELECTOR,
+        kept_tables=update.get("selected_tables"),
+        fallback=None if applied else update.get("selector_fallback"),
+    )
+    return update
+
+
+def _select(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
     context = context_of(runtime, MacSqlContext)
     schema = SchemaInfo.from_dict(state["schema"])
     emit(runtime, Agent.SELECTOR, "start", tables=len(schema.tables), columns=schema.total_columns)
