@@ -122,6 +122,8 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
                 values[name] = int(text)
             elif kind.startswith("float"):
                 values[name] = float(text)
+            elif kind.startswith("tuple[str"):
+                values[name] = tuple(part.strip() for part in text.split(",") if part.strip())
             elif kind == "DatasetStyle":
                 if text not in ("bird", "spider"):
                     raise ValueError("expected bird or spider")

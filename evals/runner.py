@@ -172,6 +172,17 @@ def resolve_pipeline(name: str) -> Any:
     return obj if hasattr(obj, "ainvoke") else obj()
 
 
+def _scorer(dataset_name: str, options: EvalOptions, context: Any) -> Scorer:
+    """The run's scorer, with the guard's allow-lists extended as the pipeline's are."""
+    return Scorer(
+        dataset_name,
+        timeout=options.timeout,
+        keep_distinct=options.keep_distinct,
+        allowed_functions=getattr(context, "allowed_functions", ()),
+        allowed_relations=getattr(context, "allowed_relations", ()),
+    )
+
+
 def build_context(options: EvalOptions) -> Any:
     from macsql.graph.context import Context
 
@@ -371,7 +382,7 @@ async def run_eval(
             enable_llm_cache(options.cache)
         graph = resolve_pipeline(options.pipeline)
     context = None if options.gold else build_context(options)
-    scorer = Scorer(dataset.name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+    scorer = _scorer(dataset.name, options, context)
 
     pending = [item for item in items if item.index not in records]
     live = [item for item in pending if not item.skipped]
@@ -668,7 +679,7 @@ def _child_main(
     if graph is None:
         graph = resolve_pipeline(options.pipeline)
     context = build_context(options)
-    scorer = Scorer(dataset_name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+    scorer = _scorer(dataset_name, options, context)
 
     async def main() -> None:
         asyncio.get_running_loop().set_default_executor(_node_executor(concurrency))

@@ -9,6 +9,7 @@ through them), and a superuser could read `pg_authid`, `pg_hba_file_rules` and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -17,6 +18,7 @@ from unittest import mock
 import pytest
 from conftest import BIRD, SPIDER, spider_db
 
+from macsql.cli.common import parse_context_fields
 from macsql.database import execution
 from macsql.database.connection import get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql, sqlite_authorizer
@@ -30,6 +32,9 @@ from macsql.database.guard import (
 )
 from macsql.database.guard_relations import Relations
 from macsql.database.relation_inventory import clear_inventories, relations_of
+from macsql.evals.scoring import Scorer
+from macsql.graph.context import BaseContext, Context, ContextError
+from macsql.nodes.executor import execute_and_analyse
 
 MAINTENANCE = [
     "SELECT brin_summarize_new_values('concert_year_brin')",
@@ -299,13 +304,7 @@ def test_executor_reports_an_unknown_table_as_unknown_and_finds_a_new_one(tmp_pa
 
 
 def test_executor_threads_the_context_lists_to_the_guard(tmp_path: Path) -> None:
-    path = tmp_path / "counted.sqlite"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE a (x INTEGER PRIMARY KEY AUTOINCREMENT)")
-    conn.execute("INSERT INTO a DEFAULT VALUES")
-    conn.commit()
-    conn.close()
-    ref = resolve_database(str(path))
+    ref = resolve_database(sequence_db(tmp_path))
     sql = "SELECT name, seq FROM sqlite_sequence"
     try:
         refused = execute_sql(ref, sql)
@@ -393,3 +392,43 @@ def test_other_dialects_refuse_files_sleep_locks_and_catalogs(sql: str, dialect:
 )
 def test_other_dialects_allow_ordinary_queries(sql: str, dialect: str) -> None:
     assert check_statement(sql, dialect).allowed, check_statement(sql, dialect).reason
+
+
+# --- the Context fields that extend the lists, through every call site ---------------------------
+
+
+def test_context_fields_are_last_in_base_context_and_checked() -> None:
+    names = [f.name for f in dataclasses.fields(BaseContext)]
+    assert names[-2:] == ["allowed_functions", "allowed_relations"]
+    assert BaseContext(allowed_functions=["my_fn"]).allowed_functions == ("my_fn",)  # type: ignore[arg-type]
+    for bad in (("",), "my_fn", (1,)):
+        with pytest.raises(ContextError, match="allowed_relations"):
+            BaseContext(allowed_relations=bad)  # type: ignore[arg-type]
+    parsed = parse_context_fields(["allowed_relations= a , main.b ,", "allowed_functions="])
+    assert parsed == {"allowed_relations": ("a", "main.b"), "allowed_functions": ()}
+    assert Context(**parsed).allowed_relations == ("a", "main.b")  # type: ignore[arg-type]
+
+
+def sequence_db(tmp_path: Path) -> str:
+    path = tmp_path / "counted.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE a (x INTEGER PRIMARY KEY AUTOINCREMENT)")
+    conn.execute("INSERT INTO a DEFAULT VALUES")
+    conn.commit()
+    conn.close()
+    return str(path)
+
+
+def test_executor_node_and_scorer_take_the_context_lists(tmp_path: Path) -> None:
+    db = sequence_db(tmp_path)
+    sql = "SELECT name, seq FROM sqlite_sequence"
+    try:
+        refused = execute_and_analyse(db, sql, BaseContext())
+        assert refused["outcome"] == Outcome.REJECTED
+        record = execute_and_analyse(db, sql, BaseContext(allowed_relations=("sqlite_sequence",)))
+        assert record["outcome"] == Outcome.OK and record["rows"] == [["a", 1]]
+        assert not Scorer("spider")._run(db, sql).ok
+        widened = Scorer("spider", allowed_relations=("sqlite_sequence",))
+        assert widened._run(db, sql).rows == [("a", 1)]
+    finally:
+        get_engine(resolve_database(db)).dispose()
