@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import fields, replace
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
+from macsql.database.relation_inventory import take_privilege_warning
 from macsql.graph.context import Agent, Context, ContextError
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.models import get_chat_model
@@ -159,3 +161,15 @@ def resolve_db_argument(value: str) -> str:
     except DatabaseNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value
+
+
+def warn_if_privileged(db: str | None) -> None:
+    """On stderr, once per database: macsql is connected as a superuser or table owner."""
+    if not db:
+        return
+    try:
+        warning = take_privilege_warning(resolve_database(db))
+    except DatabaseNotFoundError:
+        return
+    if warning:
+        print(f"macsql: {warning}", file=sys.stderr)
