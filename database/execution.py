@@ -201,7 +201,11 @@ Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int
 
 
 def _run_sqlite(
-    conn: Connection, sql: str, timeout: float, max_rows: int | None, authorizer: Authorizer
+    conn: Connection,
+    sql: str,
+    timeout: float,
+    max_rows: int | None,
+    authorizer: Authorizer | None = None,
 ) -> ExecutionResult:
     raw: Any = conn.connection.driver_connection
     # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
@@ -211,7 +215,7 @@ def _run_sqlite(
     # SQLite calls the handler every N virtual-machine steps; a non-zero return aborts the
     # statement with "interrupted", so the query really stops, with no thread left running.
     raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    raw.set_authorizer(authorizer)
+    raw.set_authorizer(authorizer or sqlite_authorizer())
     cursor = raw.cursor()
     try:
         cursor.execute(sql)
