@@ -1,8 +1,9 @@
 """The statement guard: layer 1 of macsql's defences against model-written SQL.
 
-`check_statement(sql, dialect)` decides, with sqlglot and in the database's own dialect, whether
-a statement may run. It allows exactly one read-only query: a SELECT, possibly with CTEs, set
-operations (UNION, INTERSECT, EXCEPT) or parentheses, a VALUES list, or PostgreSQL's `TABLE t`.
+`check_statement(sql, dialect, policy)` decides, with sqlglot and in the database's own dialect,
+whether a statement may run. It allows exactly one read-only query: a SELECT, possibly with
+CTEs, set operations (UNION, INTERSECT, EXCEPT) or parentheses, a VALUES list, or PostgreSQL's
+`TABLE t`.
 Everything else is refused with a classified `GuardVerdict` whose `reason` is written for the
 Refiner (and for a human reading a trace):
 
@@ -14,12 +15,18 @@ Refiner (and for a human reading a trace):
 - transaction and session commands: BEGIN, COMMIT, SAVEPOINT, SET, RESET, LISTEN, PREPARE, ...;
 - other commands: PRAGMA, ATTACH, DETACH, VACUUM, EXPLAIN, DO, CALL, LOCK, ...;
 - row locks (`SELECT ... FOR UPDATE` and friends);
-- functions that touch files, the server, extensions, locks, sequences or time, or that run SQL
-  given as text (`load_extension`, `pg_read_file`, `pg_sleep`, `lo_export`, `dblink`,
-  `nextval`, `query_to_xml`, ...): see `FORBIDDEN_FUNCTIONS` and `FORBIDDEN_FUNCTION_PATTERNS`.
+- calls of functions that are not on the function allow-list (`guard_functions`: sqlglot's
+  typed functions minus a reviewed exclusion, plus reviewed names per dialect, plus
+  `Context.allowed_functions`); the functions in `FORBIDDEN_FUNCTIONS` and
+  `FORBIDDEN_FUNCTION_PATTERNS` (files, the server, extensions, locks, sequences, SQL given as
+  text) are refused even when a user lists them;
+- reads of relations that are not on the relation allow-list (`guard_relations`: the
+  database's own tables and views, the query's CTEs, reviewed information views, plus
+  `Context.allowed_relations`): system catalogs, other databases, unknown names.
 
-The guard is an allow-list at two levels: the statement's first keyword must start a query, and
-the parsed root must be a query node; inside it, every node is checked against the deny-lists.
+The guard is an allow-list at every level: the statement's first keyword must start a query,
+the parsed root must be a query node, every function and relation inside it must be listed,
+and every node is also checked against the statement kinds above.
 It is not the only layer: connections are read-only at the engine (SQLite: `mode=ro`,
 `PRAGMA query_only` and an authorizer; PostgreSQL: `READ ONLY` transactions inside a server-side
 cursor) and bounded by a timeout and a row cap (`macsql.database.execution`).

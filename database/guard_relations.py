@@ -61,7 +61,7 @@ _SYSTEM_SCHEMAS: dict[str, frozenset[str]] = {
 _DEFAULT_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "sys", "system"})
 _DEFAULT_SCHEMA = {"sqlite": "main", "postgres": "public", "duckdb": "main"}
 # Name prefixes of system relations, for the check without an inventory.
-_SYSTEM_PREFIXES = {"sqlite": ("sqlite_",), "postgres": ("pg_",), "duckdb": ("duckdb_",)}
+_SYSTEM_PREFIXES = {"sqlite": ("sqlite_", "dbstat"), "postgres": ("pg_",), "duckdb": ("duckdb_",)}
 # Dialects whose quoted identifiers keep their case; elsewhere names compare case-insensitively.
 _CASE_SENSITIVE_QUOTED = frozenset({"postgres"})
 _FILE_SUFFIX = re.compile(

@@ -27,8 +27,19 @@ from macsql.database.guard_relations import Relations, system_schemas
 
 REFRESH_AFTER_S = 1.0
 
+# Catalog tables, and the eponymous virtual tables that expose pages and statements.
 _SQLITE_SYSTEM = frozenset(
-    {("main", name) for name in ("sqlite_master", "sqlite_schema", "sqlite_sequence")}
+    {
+        ("main", name)
+        for name in (
+            "sqlite_master",
+            "sqlite_schema",
+            "sqlite_sequence",
+            "sqlite_dbpage",
+            "sqlite_stmt",
+            "dbstat",
+        )
+    }
     | {("main", f"sqlite_stat{i}") for i in range(1, 5)}
     | {("temp", name) for name in ("sqlite_temp_master", "sqlite_temp_schema")}
 )

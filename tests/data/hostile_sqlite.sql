@@ -277,3 +277,7 @@ SELECT * FROM temp.sqlite_master
 SELECT * FROM sqlite_stat1
 -- @@ forbidden_relation | a user table's name in the temp schema
 SELECT * FROM temp.singer
+-- @@ forbidden_relation | raw database pages (an eponymous virtual table)
+SELECT * FROM sqlite_dbpage
+-- @@ forbidden_relation | page statistics
+SELECT name, pgsize FROM dbstat
