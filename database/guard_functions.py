@@ -32,6 +32,7 @@ UNSAFE_TYPED_FUNCTIONS: frozenset[str] = frozenset(
         "ToFile",  # Snowflake TO_FILE: a staged file
         "NextValueFor",  # NEXT VALUE FOR: advances a sequence (a write)
         "Secret",  # Snowflake SECRET: reads a stored secret
+        "DynamicIdentifier",  # Snowflake IDENTIFIER('t'): a relation named by a string
         # calls out to a model service: slow, billed, and not a query of the data
         "AIAgg",
         "AIClassify",

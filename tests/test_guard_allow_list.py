@@ -374,6 +374,7 @@ def test_every_bird_dev_gold_query_passes_with_its_tables() -> None:
         ("SELECT * FROM read_csv('/etc/passwd')", "postgres"),
         ("SELECT * FROM duckdb_settings()", "duckdb"),
         ("SELECT getenv('HOME')", "duckdb"),
+        ("SELECT * FROM IDENTIFIER('secret_table')", "snowflake"),
     ],
 )
 def test_other_dialects_refuse_files_sleep_locks_and_catalogs(sql: str, dialect: str) -> None:
