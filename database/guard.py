@@ -758,17 +758,17 @@ def _relation_verdict(table: exp.Table, dialect: str, policy: GuardPolicy) -> Gu
     verdict = check_relation(table, dialect, policy.relations, policy.allowed_relations)
     if verdict is RelationVerdict.ALLOWED:
         return None
-    hint = f"(If the query may read it, add '{label}' to Context.allowed_relations.)"
-    if verdict is RelationVerdict.UNKNOWN:
-        return _refuse(
-            GuardKind.UNKNOWN_RELATION,
-            f"no such table: {label} (it is not a table or view of the database's schemas). {hint}",
-        )
     if dialect == "duckdb" and looks_like_a_file(table.name):
         return _refuse(
             GuardKind.FORBIDDEN_FUNCTION,
             f"Rejected: the table {table.name!r} looks like a file path, which DuckDB would "
             f"read. Query the database's tables only.",
+        )
+    hint = f"(If the query may read it, add '{label}' to Context.allowed_relations.)"
+    if verdict is RelationVerdict.UNKNOWN:
+        return _refuse(
+            GuardKind.UNKNOWN_RELATION,
+            f"no such table: {label} (it is not a table or view of the database's schemas). {hint}",
         )
     return _refuse(
         GuardKind.FORBIDDEN_RELATION,

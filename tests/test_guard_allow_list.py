@@ -433,3 +433,11 @@ def test_executor_node_and_scorer_take_the_context_lists(tmp_path: Path) -> None
         assert widened._run(db, sql).rows == [("a", 1)]
     finally:
         get_engine(resolve_database(db)).dispose()
+
+
+def test_duckdb_file_paths_are_refused_with_an_inventory_too() -> None:
+    duck = make_policy(Relations(frozenset({("main", "singer")}), frozenset(), ("main",)))
+    assert check_statement("SELECT * FROM singer", "duckdb", duck).allowed
+    verdict = check_statement("SELECT * FROM '/etc/passwd'", "duckdb", duck)
+    assert verdict.kind == GuardKind.FORBIDDEN_FUNCTION
+    assert "file path" in (verdict.reason or "")
