@@ -514,6 +514,26 @@ def _function_refusal(node: exp.Func, dialect: str, extra: frozenset[str]) -> st
     )
 
 
+def _shadowed_function(node: exp.Func, policy: GuardPolicy) -> str | None:
+    user_functions = policy.relations.user_functions if policy.relations else frozenset()
+    if not user_functions:
+        return None
+    if isinstance(node, _NAMED_FUNCTIONS):
+        names: tuple[str, ...] = (node.name.lower(),)
+    else:
+        func_type: Any = type(node)
+        names = _typed_function_names(func_type)
+    for name in names:
+        if name in user_functions and name not in policy.allowed_functions:
+            return (
+                f"Rejected: {name}() is also the name of a function defined in the database's "
+                f"own schemas, which the database may call instead of the built-in one. "
+                f"Rewrite the query without it. (If that function is free of side effects, "
+                f"add '{name}' to Context.allowed_functions.)"
+            )
+    return None
+
+
 # A function named with its schema is that schema's function; only the built-in one is known.
 _BUILTIN_SCHEMA = {"postgres": "pg_catalog"}
 _DISPLAY = {"sqlite": "SQLite", "postgres": "PostgreSQL", "mysql": "MySQL", "duckdb": "DuckDB"}
@@ -732,7 +752,9 @@ def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
         if isinstance(node, _FORBIDDEN_NODE_TYPES):
             return _nested_verdict(node)
         if isinstance(node, exp.Func):
-            refusal = _function_refusal(node, dialect, policy.allowed_functions)
+            refusal = _function_refusal(node, dialect, policy.allowed_functions) or (
+                _shadowed_function(node, policy)
+            )
             if refusal is not None:
                 return _refuse(GuardKind.FORBIDDEN_FUNCTION, refusal)
         elif isinstance(node, exp.Table):

@@ -9,7 +9,9 @@ A function call is allowed when it is one of
   date/time, aggregate, window, JSON, array, regular-expression and formatting functions); or
 - a name the user adds with `Context.allowed_functions`, for their own pure functions.
 
-Everything else is refused: a new or unknown function fails closed. The names in
+Everything else is refused: a new or unknown function fails closed. On PostgreSQL, a name that
+a user schema also defines is refused too (`guard._shadowed_function`), since overload
+resolution may call the user's function instead of the built-in. The names in
 `macsql.database.guard.FORBIDDEN_FUNCTIONS` (and its patterns) are refused even when a user adds
 them: they read files, control the server or run SQL given as text.
 

@@ -83,6 +83,9 @@ class Relations:
     search_path: tuple[str, ...]
     system_schemas: frozenset[str] = frozenset()
     catalog: str = ""
+    user_functions: frozenset[str] = frozenset()
+    """Names (lower case) of functions defined in the user's schemas: PostgreSQL may resolve a
+    call of a built-in's name to one of them, so the guard refuses those names unless listed."""
 
 
 class RelationVerdict(Enum):

@@ -52,6 +52,11 @@ _PG_SESSION = text(
     "SELECT current_schemas(true), current_database(), current_user, "
     "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
 )
+_PG_USER_FUNCTIONS = text(
+    "SELECT DISTINCT lower(p.proname) FROM pg_proc p "
+    "JOIN pg_namespace n ON n.oid = p.pronamespace "
+    "WHERE n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'"
+)
 _PG_OWNED = text(
     "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE c.relkind IN ('r', 'v', 'm', 'p') AND n.nspname NOT LIKE 'pg\\_%' "
@@ -169,6 +174,7 @@ def _read_postgres(db: DatabaseRef) -> tuple[Relations, str | None]:
         search_path, database, role, superuser = conn.execute(_PG_SESSION).one()
         rows = conn.execute(_PG_RELATIONS).all()
         owned = conn.execute(_PG_OWNED).scalar() or 0
+        functions = frozenset(conn.execute(_PG_USER_FUNCTIONS).scalars())
     system_names = system_schemas("postgres")
     user: set[tuple[str, str]] = set()
     system: set[tuple[str, str]] = set()
@@ -181,6 +187,6 @@ def _read_postgres(db: DatabaseRef) -> tuple[Relations, str | None]:
     elif owned:
         privilege = f"the role {role!r}, which owns {owned} of its tables or views"
     relations = Relations(
-        frozenset(user), frozenset(system), tuple(search_path), system_names, database
+        frozenset(user), frozenset(system), tuple(search_path), system_names, database, functions
     )
     return relations, privilege

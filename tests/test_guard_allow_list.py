@@ -183,6 +183,17 @@ def test_context_lists_extend_the_allow_lists_but_never_to_known_unsafe_function
     assert not check_statement(sql, "postgres", narrow).allowed
 
 
+def test_a_built_in_name_that_a_user_schema_also_defines_is_refused() -> None:
+    shadowed = dataclasses.replace(PG_RELATIONS, user_functions=frozenset({"lower", "crosstab"}))
+    for sql in ("SELECT lower(name) FROM singer", 'SELECT "Lower"(name) FROM singer'):
+        verdict = check_statement(sql, "postgres", make_policy(shadowed))
+        assert verdict.kind == GuardKind.FORBIDDEN_FUNCTION, (sql, verdict)
+        assert "defined in the database's own schemas" in (verdict.reason or "")
+    trusted = make_policy(shadowed, allowed_functions=["lower"])
+    assert check_statement("SELECT lower(name) FROM singer", "postgres", trusted).allowed
+    assert check_statement("SELECT upper(name) FROM singer", "postgres", make_policy(shadowed))
+
+
 # --- SQLite -------------------------------------------------------------------------------------
 
 

@@ -69,6 +69,13 @@ def server(pg_admin_url: str) -> Iterator[Server]:
                 "WITH (fastupdate = on)"
             )
         )
+        # a user function with a built-in's name, picked by overload resolution for integers
+        conn.execute(
+            text(
+                "CREATE FUNCTION public.lower(integer) RETURNS text "
+                "LANGUAGE sql AS $$ SELECT 'shadowed' $$"
+            )
+        )
         conn.execute(text(f"GRANT CONNECT ON DATABASE {name} TO {owner}"))
         conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {owner}"))
         conn.execute(text(f"ALTER TABLE stadium OWNER TO {owner}"))
@@ -205,3 +212,13 @@ def test_select_only_role_sees_its_tables_and_information_views(server: Server) 
     assert unknown.outcome == Outcome.UNKNOWN_OBJECT
     assert unknown.error and unknown.error.startswith("no such table: singers")
     assert GuardKind.UNKNOWN_RELATION.value == "unknown_relation"
+
+
+def test_a_user_function_shadowing_a_built_in_is_refused(server: Server) -> None:
+    refused = execute_sql(server.reader, "SELECT lower(1)")
+    assert refused.outcome == Outcome.REJECTED
+    assert refused.error and "defined in the database's own schemas" in refused.error
+    # without the guard, PostgreSQL calls the user's function, not the built-in
+    assert bypassed(server.reader, "SELECT lower(1)").rows == [("shadowed",)]
+    widened = execute_sql(server.reader, "SELECT lower(1)", allowed_functions=("lower",))
+    assert widened.rows == [("shadowed",)]
