@@ -20,6 +20,7 @@ from macsql.cli.common import (
     context_from_args,
     enable_cache,
     resolve_db_argument,
+    warn_if_privileged,
 )
 from macsql.graph.registry import get_pipeline, pipeline_names
 from macsql.llm.models import ModelConfigError
@@ -90,6 +91,7 @@ def ask_main(args: argparse.Namespace) -> int:
         print(json.dumps(output, ensure_ascii=False, default=str))
     else:
         _print_result(console, output)
+    warn_if_privileged(db)
     return EXIT_OK if output.get("status") == "ok" else EXIT_FAILED
 
 

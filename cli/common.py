@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import fields
 from functools import cache
-from typing import Any, get_args, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
+from macsql.database.relation_inventory import take_privilege_warning
 from macsql.graph.context import Agent, Context, ContextError, build_context
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.models import get_chat_model
@@ -101,12 +103,16 @@ _NONE_WORDS = ("", "none", "null")
 
 
 @cache
-def _field_types() -> dict[str, tuple[TypeAdapter[Any], bool]]:
+def _field_types() -> dict[str, tuple[TypeAdapter[Any], bool, bool]]:
     """Each Context field's validator of its declared type (pydantic's lax mode parses text),
-    and whether the field may be empty."""
+    whether the field may be empty, and whether it is a tuple (given as comma-separated text)."""
     hints = get_type_hints(Context)
     return {
-        f.name: (TypeAdapter(hints[f.name]), type(None) in get_args(hints[f.name]))
+        f.name: (
+            TypeAdapter(hints[f.name]),
+            type(None) in get_args(hints[f.name]),
+            get_origin(hints[f.name]) is tuple,
+        )
         for f in fields(Context)
     }
 
@@ -121,12 +127,15 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
         if not sep or name not in types:
             raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
         text = raw.strip()
-        adapter, may_be_empty = types[name]
+        adapter, may_be_empty, is_tuple = types[name]
         if may_be_empty and text.lower() in _NONE_WORDS:
             values[name] = None
             continue
+        value: object = (
+            tuple(part.strip() for part in text.split(",") if part.strip()) if is_tuple else text
+        )
         try:
-            values[name] = adapter.validate_python(text)
+            values[name] = adapter.validate_python(value)
         except ValidationError as exc:
             raise UsageError(f"--set {name}: {exc.errors()[0]['msg']}") from exc
     return values
@@ -156,3 +165,15 @@ def resolve_db_argument(value: str) -> str:
     except DatabaseNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value
+
+
+def warn_if_privileged(db: str | None) -> None:
+    """On stderr, once per database: macsql is connected as a superuser or table owner."""
+    if not db:
+        return
+    try:
+        warning = take_privilege_warning(resolve_database(db))
+    except DatabaseNotFoundError:
+        return
+    if warning:
+        print(f"macsql: {warning}", file=sys.stderr)

@@ -17,6 +17,7 @@ from macsql.cli.common import (
     add_context_fields_argument,
     check_models,
     parse_context_fields,
+    warn_if_privileged,
 )
 from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
 from macsql.evals.options import EvalOptions
@@ -199,6 +200,9 @@ def eval_main(args: argparse.Namespace) -> int:
     levels = SPIDER_LEVELS if args.dataset == "spider" else BIRD_LEVELS
     print(summary_text(summary, levels))
     print(f"wall time {summary['wall_time_s']:.1f}s; results in {result.out_dir}")
+    if args.db_url:  # one role for every database of the server: check the first
+        first = load_dataset(args.dataset, args.data_dir, args.split, db_url=args.db_url).items
+        warn_if_privileged(next((item.db for item in first if item.db), None))
     return 0
 
 

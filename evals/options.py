@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from macsql.evals.scoring import Scorer
 from macsql.graph.context import Context, build_context
 
 
@@ -72,4 +73,14 @@ class EvalOptions:
             max_try_times=self.max_tries,
             dataset_style=self.dataset,
             overrides=self.context_overrides,
+        )
+
+    def scorer(self, dataset_name: str, context: Context | None) -> Scorer:
+        """The run's scorer, whose guard lists are extended as the pipeline's are."""
+        return Scorer(
+            dataset_name,
+            timeout=self.timeout,
+            keep_distinct=self.keep_distinct,
+            allowed_functions=context.allowed_functions if context else (),
+            allowed_relations=context.allowed_relations if context else (),
         )

@@ -76,7 +76,7 @@ async def run_eval(
             enable_llm_cache(options.cache)
         graph = resolve_pipeline(options.pipeline)
     context = None if options.gold else options.context()
-    scorer = Scorer(dataset.name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+    scorer = options.scorer(dataset.name, context)
 
     pending = [item for item in items if item.index not in records]
     live = [item for item in pending if not item.skipped]

@@ -240,7 +240,7 @@ def _child_main(
     if graph is None:
         graph = resolve_pipeline(options.pipeline)
     context = options.context()
-    scorer = Scorer(dataset_name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+    scorer = options.scorer(dataset_name, context)
 
     async def main() -> None:
         asyncio.get_running_loop().set_default_executor(node_executor(concurrency))

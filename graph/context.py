@@ -136,8 +136,29 @@ class BaseContext:
             "Pause before each SQL execution (interrupt) so a person can approve or edit it."
         ),
     )
+    allowed_functions: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            "More SQL functions the guard lets a query call, beyond its reviewed list of "
+            "side-effect-free ones: names of your own pure functions ('name' or "
+            "'schema.name'). Functions known to be unsafe (pg_sleep, pg_read_file, ...) stay "
+            "refused. On the command line: --set allowed_functions=a,b."
+        ),
+    )
+    allowed_relations: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            "More tables or views a query may read, beyond the database's own and the "
+            "information_schema views: 'name' (any schema) or 'schema.name', e.g. "
+            "'pg_stat_activity'. On the command line: --set allowed_relations=a,b."
+        ),
+    )
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if str(f.type).startswith("tuple[str") and isinstance(value, list):
+                setattr(self, f.name, tuple(value))  # JSON (the LangGraph server) has lists
         check_context(self)
 
     def model_for(self, agent: Agent) -> str:
@@ -355,6 +376,12 @@ def check_context(context: BaseContext) -> None:
                 raise ContextError(f"{f.name} must be set (it may not be empty)")
             continue
         base = declared.split("|")[0].strip()
+        if base.startswith("tuple[str"):
+            if not isinstance(value, tuple) or not all(
+                isinstance(item, str) and item.strip() for item in value
+            ):
+                raise ContextError(f"{f.name} must be a list of names, not {value!r}")
+            continue
         if base == "DatasetStyle":
             allowed = list(f.metadata.get("enum") or [])
             if value not in allowed:

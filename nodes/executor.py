@@ -60,7 +60,14 @@ def _execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRe
             "error": str(exc),
             "error_class": type(exc).__name__,
         }
-    result = execute_sql(ref, sql, timeout=context.query_timeout, max_rows=context.max_rows)
+    result = execute_sql(
+        ref,
+        sql,
+        timeout=context.query_timeout,
+        max_rows=context.max_rows,
+        allowed_functions=context.allowed_functions,
+        allowed_relations=context.allowed_relations,
+    )
     result.outcome = analyse(result.outcome, result.rows, context.dataset_style)
     record = result.to_state(max_cell_chars=context.max_cell_chars)
     if result.outcome in _ANALYSIS_MESSAGES:
