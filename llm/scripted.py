@@ -285,9 +285,8 @@ class ScriptedOpenAIServer:
                     return
                 parts = _parts(reply)
                 message = _message(parts, body, structured)
-                answer = str(message.get("content") or "") + json.dumps(
-                    message.get("tool_calls") or ""
-                )
+                calls = message.get("tool_calls")
+                answer = str(message.get("content") or "") + (json.dumps(calls) if calls else "")
                 reasoning_tokens = _estimate_tokens(parts.reasoning) if parts.reasoning else 0
                 usage: dict[str, Any] = {
                     "prompt_tokens": _estimate_tokens(prompt),

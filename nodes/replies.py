@@ -43,7 +43,12 @@ _NOT_SQL_TAGS = frozenset(
     {"python", "py", "python3", "javascript", "js", "typescript", "ts", "bash", "sh", "shell",
      "console", "yaml", "yml", "xml", "html", "csv", "markdown", "md"}
 )  # fmt: skip
-_KNOWN_TAGS = _NOT_SQL_TAGS | {"sql", "sqlite", "postgresql", "postgres", "mysql", "json", "text"}
+# A block in one of these is SQL by the model's own word: when it does not parse, it is broken SQL.
+_SQL_TAGS = frozenset(
+    {"sql", "sqlite", "sqlite3", "postgresql", "postgres", "psql", "pgsql", "plpgsql", "mysql",
+     "mariadb", "tsql", "mssql", "plsql", "duckdb", "bigquery", "snowflake", "spark", "hive"}
+)  # fmt: skip
+_KNOWN_TAGS = _NOT_SQL_TAGS | _SQL_TAGS | {"json", "text", "plaintext", "txt"}
 _SQL_KEYS = ("sql", "query", "sqlquery", "finalsql", "finalquery")
 # Statements that, when the guard can name them, did parse as one statement (and get its
 # clear refusal at execution, e.g. a DROP); the other kinds mean the text is not one statement.
@@ -115,7 +120,7 @@ def _marked_candidates(text: str, dialect: str) -> Iterable[tuple[str | None, st
         statement = _last_statement(body, dialect)
         if statement is not None:
             spans.append((fence.start, statement, ""))
-        elif _looks_like_sql(body, dialect):
+        elif tag in _SQL_TAGS or _looks_like_sql(body, dialect):
             cut = " (the block was never closed: the reply was cut off?)" if not close else ""
             spans.append((fence.start, None, _unreadable(body, dialect) + cut))
         else:  # prose in a fence ("```\nThe query is: SELECT ...```")
