@@ -79,10 +79,11 @@ def write_sql(
         return WrittenSql(None, "", reply.usage, error=reply.error, fallbacks=fallbacks)
     usage = reply.usage
     reading = sql_of(reply, dialect)
-    if reading.sql is None and reply.cut_off:
+    if reply.cut_off and (reading.sql is None or reading.open_ended):
+        held = reading.found or f"its query runs to where it was cut: {reading.sql!r}"
         detail = (
             "the reply was cut off at the token limit (finish_reason=length) before its query "
-            f"was complete ({reading.found}); asked once more for the final query only"
+            f"was complete ({held}); asked once more for the final query only"
         )
         fallbacks.append({"agent": agent.value, "kind": "cut_off", "detail": detail})
         emit(runtime, agent, "cut_off", step=step, detail=detail)

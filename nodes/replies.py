@@ -69,6 +69,10 @@ class SqlReading:
     """For a reply without SQL, what it held instead (for the Refiner and the trace)."""
     incomplete: bool = False
     """The last candidate was not a complete statement (often a reply cut off mid-query)."""
+    open_ended: bool = False
+    """Nothing closes the query: it runs to the end of the reply (bare SQL, or a fence never
+    closed). In a reply cut off by the token limit, such a query may be cut short and still
+    parse ("... FROM sing"), so it is not trusted there."""
 
 
 def read_sql(reply: str, dialect: str = "sqlite") -> SqlReading:
@@ -80,12 +84,17 @@ def read_sql(reply: str, dialect: str = "sqlite") -> SqlReading:
     if marked:
         sql, why = marked[-1]
         if sql is not None:
-            return SqlReading(sql, "")
+            return SqlReading(sql, "", open_ended=_ends_reply(answer, sql))
         return SqlReading(None, why, incomplete=True)
     unmarked = _unmarked_sql(answer, dialect)
     if unmarked is not None:
-        return SqlReading(unmarked, "")
+        return SqlReading(unmarked, "", open_ended=_ends_reply(answer, unmarked))
     return SqlReading(None, "only prose, no SQL query: " + _excerpt(answer))
+
+
+def _ends_reply(answer: str, sql: str) -> bool:
+    at = answer.rfind(sql)
+    return at >= 0 and not answer[at + len(sql) :].strip(" \t\r\n;")
 
 
 def extract_sql(reply: str, dialect: str = "sqlite") -> str | None:
