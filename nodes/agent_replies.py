@@ -10,6 +10,7 @@ out of the answer, and return the `Fallback` records that go on the run's output
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,7 +104,8 @@ def write_sql(
         fallbacks.append({"agent": agent.value, "kind": "no_sql", "detail": detail})
     return WrittenSql(
         reading.sql,
-        reply.text,
+        # A tool-call answer has no text; its fields stand in (R^3 keeps the reply in history).
+        reply.text or json.dumps(reply.structured or {}),
         usage,
         found=reading.found,
         finish_reason=reply.finish_reason,

@@ -114,6 +114,19 @@ def test_a_cut_off_decomposer_is_asked_once_more_for_the_final_query(scripted: A
     assert [f["kind"] for f in out["fallbacks"]] == ["cut_off"]
 
 
+def test_a_cut_off_reply_with_a_closed_block_is_used_and_marked_on_its_attempt(
+    scripted: Any,
+) -> None:
+    cut = ScriptedReply(f"```sql\n{FINAL}\n```\nThis counts every singer in the", "", "length")
+    model, context = scripted([cut], dataset_style="spider")
+    states = graph.stream(
+        {"question": "How many singers?", "db": CONCERT}, context=context, stream_mode="values"
+    )
+    final = list(states)[-1]
+    assert final["sql"] == FINAL and len(model.prompts) == 1  # complete: not asked again
+    assert [t.get("finish_reason") for t in final["tries"]] == ["length"]
+
+
 def test_the_refiner_hears_what_a_reply_held_instead_of_sql(scripted: Any) -> None:
     model, context = scripted(
         [
