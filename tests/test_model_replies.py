@@ -158,6 +158,10 @@ def test_fallbacks_are_in_ask_json_for_the_selector(capsys: pytest.CaptureFixtur
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0 and out["selector_used"]
     assert [(f["agent"], f["kind"]) for f in out["fallbacks"]] == [("selector", "unreadable_reply")]
+    with ScriptedOpenAIServer(respond) as server:  # and in the human-readable output
+        args = ["ask", "How many countries?", "--db", wide, "--model", "openai:x"]
+        assert main([*args, "--base-url", server.base_url, "--api-key", "k"]) == 0
+    assert "note: [selector] selector reply held no JSON object" in capsys.readouterr().out
 
 
 class _Answer(BaseModel):
