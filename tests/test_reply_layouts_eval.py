@@ -222,7 +222,7 @@ def _eval(
     if pipeline == "macsql":  # the Selector runs on the wide databases
         wide = [r for r in results if r["db_id"] in WIDE]
         assert len(wide) == 6 and all(r["selector_used"] for r in wide)
-    return {"calls": calls, "results": results, "bodies": bodies}
+    return {"calls": calls, "results": results, "bodies": bodies, "summary": summary}
 
 
 def _fallbacks(run: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -275,6 +275,8 @@ def test_reasoning_drafts_never_become_the_prediction(
     for layout in ("think", "reasoning_content"):
         run = _eval(data_dir, tmp_path / layout, capsys, LayoutResponder(layout))
         assert all("draft" not in r["prediction"] for r in run["results"])
+    # The reasoning server's thinking tokens are counted apart in the run's usage.
+    assert run["summary"]["tokens_per_agent"]["decomposer"]["reasoning_tokens"] > 0
 
 
 def test_cut_off_replies_are_asked_once_more(
@@ -286,6 +288,7 @@ def test_cut_off_replies_are_asked_once_more(
     for result in run["results"]:
         assert [f["kind"] for f in result["fallbacks"]] == ["cut_off"], result
         assert result["usage"]["decomposer"]["calls"] == 2
+    assert run["summary"]["fallbacks"] == {"decomposer: cut_off": len(ITEMS)}
     # Every request carried the output-token limit.
     assert all(
         body.get("max_tokens") or body.get("max_completion_tokens") for body in run["bodies"]
