@@ -28,7 +28,6 @@ from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from macsql.database.guard import GuardKind, check_statement
@@ -89,6 +88,8 @@ def read_sql(reply: str, dialect: str = "sqlite") -> SqlReading:
     unmarked = _unmarked_sql(answer, dialect)
     if unmarked is not None:
         return SqlReading(unmarked, "", open_ended=_ends_reply(answer, unmarked))
+    if _looks_like_sql(answer, dialect):  # bare SQL that does not parse: say why
+        return SqlReading(None, _unreadable(answer, dialect), incomplete=True)
     return SqlReading(None, "only prose, no SQL query: " + _excerpt(answer))
 
 
@@ -182,9 +183,7 @@ def _statements(text: str, dialect: str) -> list[str] | None:
     """The text's statements split at its semicolons (None when it cannot be tokenized)."""
     try:
         tokens = _dialect(dialect).tokenize(text)
-    except SqlglotError:
-        return None
-    except Exception:  # sqlglot's tokenizer on unexpected input
+    except Exception:  # SqlglotError, or sqlglot's tokenizer failing on unexpected input
         return None
     # Each statement runs from its first token to its last: comments before or after it, and
     # the semicolons, are left out (a line comment would swallow the rest of a flattened line).
@@ -224,7 +223,7 @@ def _looks_like_sql(body: str, dialect: str) -> bool:
 
 def _unreadable(body: str, dialect: str) -> str:
     reason = check_statement(body.strip(), dialect).reason or "it does not parse"
-    return f"a SQL block that is not one complete {dialect} query ({reason})"
+    return f"SQL that is not one complete {dialect} query ({reason}): {_excerpt(body, 120)}"
 
 
 def _unmarked_sql(text: str, dialect: str) -> str | None:

@@ -137,6 +137,12 @@ def test_a_broken_final_block_is_not_replaced_by_an_earlier_one() -> None:
     assert reading.sql is None and "not one complete sqlite query" in reading.found
 
 
+def test_bare_sql_that_does_not_parse_says_why() -> None:
+    reading = read_sql("SELECT `Name` FROM `singer`", "postgres")  # backticks: not PostgreSQL
+    assert reading.sql is None and "not one complete postgres query" in reading.found
+    assert read_sql("SELECT `Name` FROM `singer`", "sqlite").sql == "SELECT `Name` FROM `singer`"
+
+
 def test_statements_the_guard_refuses_still_count_as_sql_so_the_refiner_hears_why() -> None:
     # Found as SQL, then refused at execution with the guard's reason (not "no SQL").
     assert read_sql("```sql\nDROP TABLE singer\n```", "sqlite").sql == "DROP TABLE singer"
