@@ -88,7 +88,9 @@ def read_sql(reply: str, dialect: str = "sqlite") -> SqlReading:
     unmarked = _unmarked_sql(answer, dialect)
     if unmarked is not None:
         return SqlReading(unmarked, "", open_ended=_ends_reply(answer, unmarked))
-    if _looks_like_sql(answer, dialect):  # bare SQL that does not parse: say why
+    first = answer.split(None, 1)[0]
+    # Bare SQL that does not parse is said to be broken SQL; a sentence ("Select the ...") is not.
+    if not first.istitle() and _looks_like_sql(answer, dialect):
         return SqlReading(None, _unreadable(answer, dialect), incomplete=True)
     return SqlReading(None, "only prose, no SQL query: " + _excerpt(answer))
 
