@@ -153,3 +153,5 @@ def _print_result(console: Console, output: dict[str, Any]) -> None:
     )
     if output.get("error"):
         console.print(f"error: {output['error']}", markup=False)
+    for fallback in output.get("fallbacks") or []:  # replies an agent could not use as asked
+        console.print(f"note: [{fallback['agent']}] {fallback['detail']}", markup=False)

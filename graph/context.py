@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
 DatasetStyle = Literal["bird", "spider"]
+ReplyFormat = Literal["text", "structured"]
 
 
 class ContextError(ValueError):
@@ -151,6 +152,25 @@ class BaseContext:
             "More tables or views a query may read, beyond the database's own and the "
             "information_schema views: 'name' (any schema) or 'schema.name', e.g. "
             "'pg_stat_activity'. On the command line: --set allowed_relations=a,b."
+        ),
+    )
+    max_output_tokens: int = field(
+        default=4096,
+        metadata=_doc(
+            "The most tokens one model reply may have (sent as max_tokens; a reasoning "
+            "model's thinking counts too). A reply cut off at this limit with no complete SQL "
+            "is asked once more for the final query only.",
+            minimum=1,
+        ),
+    )
+    reply_format: ReplyFormat = field(
+        default="text",
+        metadata=_doc(
+            "'text': agents reply in text (JSON objects, ```sql blocks, or any layout a model "
+            "uses), which every chat model can do. 'structured': agents ask for their answer "
+            "in a schema (langchain's structured output: tool calling or JSON schema); when "
+            "the server rejects it, text is used for the rest of the run.",
+            enum=["text", "structured"],
         ),
     )
 
@@ -382,8 +402,8 @@ def check_context(context: BaseContext) -> None:
             ):
                 raise ContextError(f"{f.name} must be a list of names, not {value!r}")
             continue
-        if base == "DatasetStyle":
-            allowed = list(f.metadata.get("enum") or [])
+        allowed = list(f.metadata.get("enum") or [])
+        if allowed:
             if value not in allowed:
                 raise ContextError(f"{f.name} must be one of {', '.join(allowed)}, not {value!r}")
             continue

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
+from macsql.llm.openai_client import ReasoningChatOpenAI
 from macsql.llm.settings import ModelSettings
 
 
@@ -84,6 +85,7 @@ def get_chat_model(settings: ModelSettings) -> BaseChatModel:
         settings.temperature,
         settings.timeout,
         settings.max_retries,
+        settings.max_tokens,
     )
     with _build_lock:  # concurrent first calls share one client instead of building many
         client = _clients.get(key)
@@ -105,9 +107,12 @@ def _build_client(
         kwargs["base_url"] = base_url
     if api_key:
         kwargs["api_key"] = api_key
-    if provider == "openai":
-        kwargs["stream_usage"] = True  # token usage also when the graph streams tokens
+    if settings.max_tokens:
+        kwargs["max_tokens"] = settings.max_tokens
     try:
+        if provider == "openai":
+            # Our ChatOpenAI keeps the reasoning of OpenAI-compatible reasoning servers.
+            return ReasoningChatOpenAI(model=name, stream_usage=True, **kwargs)  # type: ignore[arg-type]
         client: BaseChatModel = init_chat_model(name, model_provider=provider, **kwargs)  # type: ignore[call-overload]
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs
         raise ModelConfigError(f"cannot set up model {settings.model!r}: {exc}") from exc

@@ -140,6 +140,8 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
         sql = approved
     emit(runtime, "executor", "start", attempt=attempt, sql=sql)
     record = execute_and_analyse(state["db"], sql, context)
+    if state.get("candidate_finish_reason") == "length":
+        record["finish_reason"] = "length"
     # The tries keep what the output needs of each execution, not its timing.
     tried = record.copy()
     tried.pop("elapsed", None)
@@ -158,6 +160,7 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
         "last_execution": record,
         "tries": tries,
         "candidate_sql": "",
+        "candidate_finish_reason": "",
         **final_fields(tries),
     }
 

@@ -10,7 +10,7 @@ from langgraph.types import Overwrite
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.schema import load_schema
 from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
-from macsql.graph.state import PipelineState, Usage
+from macsql.graph.state import Fallback, PipelineState, Usage
 from macsql.nodes.events import emit
 from macsql.nodes.schema_render import rendered_schema
 
@@ -67,6 +67,7 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
         "selector_fallback": None,
         # A thread that answers a second question starts its usage again, past the reducer.
         "usage": cast(Usage, Overwrite({})),
+        "fallbacks": cast(list[Fallback], Overwrite([])),
         "attempts": 0,
         "refines": 0,
         "tries": [],
