@@ -9,11 +9,12 @@ from typing import Any, get_args, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
-from macsql.database.connection import DatabaseNotFoundError, resolve_database
+from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
+from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.context import Agent, Context, ContextError, build_context
 from macsql.llm.cache import enable_llm_cache
-from macsql.llm.models import get_chat_model
+from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.nodes.model_calls import settings_for
 
 EXIT_OK = 0
@@ -144,15 +145,20 @@ def check_models(context: Context) -> None:
     for agent in Agent:
         if agent is Agent.SQL_TOOL and context.sql_generator.strip().lower() == "decomposer":
             continue  # the SQLTool reuses the Decomposer's model
-        get_chat_model(settings_for(context, agent))
+        try:
+            get_chat_model(settings_for(context, agent))
+        except ModelConfigError as exc:  # named by Context field; add the flags that set them
+            raise UsageError(f"{exc} (flags: --model, --base-url, --api-key)") from exc
 
 
 def resolve_db_argument(value: str) -> str:
-    """`demo`, a SQLite path or a URL, checked to exist; the string the graph takes."""
+    """`demo`, a SQLite path or a URL, checked to exist and to open; the string the graph
+    takes. A database that cannot be opened is a configuration error (exit 2, one line)."""
     if value == DEMO_NAME:
         return str(ensure_demo_database())
     try:
         ref = resolve_database(value)
-    except DatabaseNotFoundError as exc:
+        check_database(ref)
+    except (DatabaseNotFoundError, DatabaseUnavailableError) as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value

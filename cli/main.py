@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -10,6 +11,8 @@ from typing import NoReturn
 from macsql.cli.ask import add_ask_arguments, ask_main
 from macsql.cli.common import EXIT_USAGE, UsageError
 from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
+
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a program ended by SIGPIPE
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -86,7 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args._handlers[args.command](args)
+        code = args._handlers[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`macsql ask --json | head -c 400`): that is not an error of
+        # ours. Point stdout at /dev/null so that the interpreter's final flush is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except UsageError as exc:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

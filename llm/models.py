@@ -20,6 +20,9 @@ from langchain_core.language_models import BaseChatModel
 from macsql.llm.settings import ModelSettings
 
 
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
 class ModelConfigError(ValueError):
     """The model cannot be set up (no API key, unknown provider, ...)."""
 
@@ -58,6 +61,21 @@ def _split(model: str) -> tuple[str, str]:
     return provider, name
 
 
+def _base_url(settings: ModelSettings, provider: str) -> str | None:
+    if settings.base_url:
+        return settings.base_url
+    return os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
+
+
+def endpoint_of(settings: ModelSettings) -> str:
+    """Where requests for `settings` go, for error messages: the server URL, or the provider."""
+    provider, _name = _split(settings.model)
+    url = _base_url(settings, provider)
+    if url:
+        return url
+    return OPENAI_DEFAULT_URL if provider == "openai" else f"{provider}'s default endpoint"
+
+
 def get_chat_model(settings: ModelSettings) -> BaseChatModel:
     """The chat model `settings` name, built once and reused."""
     spec = settings.model
@@ -65,15 +83,16 @@ def get_chat_model(settings: ModelSettings) -> BaseChatModel:
         if spec in _registered:
             return _registered[spec]
     provider, name = _split(spec)
-    base_url = settings.base_url or (
-        os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
-    )
+    base_url = _base_url(settings, provider)
     api_key = settings.api_key
     if provider == "openai" and not (api_key or os.environ.get("OPENAI_API_KEY")):
         if not base_url:
+            # Context fields first: Studio and Python callers have no flags; the CLI maps
+            # each field to its flag (--model, --base-url, --api-key).
             raise ModelConfigError(
-                "no model configured: set OPENAI_API_KEY, or pass --base-url for a local "
-                "OpenAI-compatible server (and --api-key if it needs one)"
+                "no model configured: set OPENAI_API_KEY, or set the Context field base_url "
+                "to a local OpenAI-compatible server (and api_key if it needs one), or model "
+                "to another provider ('anthropic:...')"
             )
         api_key = "not-needed"  # local servers usually ignore the key, but the client wants one
     key = (
