@@ -51,11 +51,12 @@ class Agent(StrEnum):
 
 
 def _doc(text: str, *, minimum: float | None = None, **extra: object) -> dict[str, object]:
-    """Field metadata in the shape LangGraph turns into a JSON-schema description; `minimum`
-    is also enforced when the context is built."""
+    """Field metadata in the shape LangGraph (through pydantic) turns into the JSON schema that
+    Studio shows: `description`, and `ge` for `minimum`, so that Studio's form knows the range
+    too. The range is also enforced when the context is built."""
     meta: dict[str, object] = {"description": text, **extra}
     if minimum is not None:
-        meta["minimum"] = minimum
+        meta["ge"] = minimum
     return meta
 
 
@@ -364,7 +365,7 @@ def check_context(context: BaseContext) -> None:
         # bool is an int in Python; a number field given True/False is a mistake.
         if kinds and (not isinstance(value, kinds) or (base != "bool" and isinstance(value, bool))):
             raise ContextError(f"{f.name} must be a {base}, not {type(value).__name__}")
-        minimum = f.metadata.get("minimum")
+        minimum = f.metadata.get("ge")
         if isinstance(value, int | float) and not isinstance(value, bool):
             if isinstance(value, float) and not math.isfinite(value):
                 raise ContextError(f"{f.name} must be a finite number, not {value}")

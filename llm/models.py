@@ -19,7 +19,6 @@ from langchain_core.language_models import BaseChatModel
 
 from macsql.llm.settings import ModelSettings
 
-
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 

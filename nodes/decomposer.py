@@ -6,6 +6,7 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.context import Agent, BaseContext, ContextT, context_of
 from macsql.graph.state import PipelineState
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
 from macsql.nodes.model_calls import call_agent
@@ -34,4 +35,4 @@ def decomposer_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipelin
     if sql is None:
         update["last_execution"] = no_sql_execution(reply.text)
         update["error"] = NO_SQL_MESSAGE
-    return update
+    return awaiting_approval(update, context)

@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.context import Agent, R3Context, context_of
 from macsql.graph.state import ChatTurn, R3State, ReviewerComment
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
@@ -122,11 +123,13 @@ def _ask(
     return update, sql, reply.text
 
 
-def _with_candidate(update: R3State, sql: str | None, reply: str) -> R3State:
+def _with_candidate(
+    update: R3State, sql: str | None, reply: str, runtime: Runtime[R3Context]
+) -> R3State:
     update["candidate_sql"] = sql or ""
     if sql is None:
         update["last_execution"] = no_sql_execution(reply)
-    return update
+    return awaiting_approval(update, context_of(runtime, R3Context))
 
 
 def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
@@ -144,7 +147,7 @@ def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     }
     if reply is None:
         return {**base, **update}
-    return {**base, **_with_candidate(update, sql, reply)}
+    return {**base, **_with_candidate(update, sql, reply, runtime)}
 
 
 def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
@@ -162,7 +165,7 @@ def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     update["debug_turns"] = turn
     if reply is None:
         return update
-    return _with_candidate(update, sql, reply)
+    return _with_candidate(update, sql, reply, runtime)
 
 
 def round_reviews(state: R3State) -> list[ReviewerComment]:
@@ -213,5 +216,4 @@ def writer_revise_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         if tries and ran(tries[-1]):
             update.update(final_fields(tries[-1:]))  # the agreed SQL, as executed
         return update
-    update["candidate_sql"] = sql or ""
-    return update
+    return _with_candidate(update, sql, reply, runtime)

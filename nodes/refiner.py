@@ -6,6 +6,7 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.context import Agent, MacSqlContext, context_of
 from macsql.graph.state import MacSqlState
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
 from macsql.nodes.model_calls import call_agent
@@ -42,4 +43,4 @@ def refiner_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlS
         update["last_execution"] = {**no_sql_execution(reply.text), "sql": failed.get("sql", "")}
         if not state.get("tries"):
             update["error"] = NO_SQL_MESSAGE
-    return update
+    return awaiting_approval(update, context)

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from macsql.database.execution import Outcome
 from macsql.graph.context import Agent, SqlFixContext, context_of
 from macsql.graph.state import Candidate, ExecutionRecord, RepairFailure, SqlFixState
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
@@ -142,7 +143,7 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
     update["explanation"] = explanation or reply.text.strip()[:1000]
     if sql is None:
         update["last_execution"] = no_sql_execution(reply.text)
-    return update
+    return awaiting_approval(update, context)
 
 
 def repair_check(record: ExecutionRecord) -> str | None:

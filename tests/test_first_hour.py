@@ -1,0 +1,177 @@
+"""A newcomer's first hour (issue 14): configuration mistakes are one line and exit 2, errors
+name the fix, a closed pipe is quiet, a paused run is not a failed one."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import spider_db
+from sqlalchemy.engine import make_url
+
+from macsql.cli.main import main
+from macsql.graph.context import Context
+from macsql.graph.macsql_graph import builder
+from macsql.graph.registry import get_pipeline
+from macsql.llm.scripted import ScriptedOpenAIServer
+
+CONCERT = str(spider_db("concert_singer"))
+QUESTION = "What is the name of the oldest singer?"
+ROWS_SQL = "```sql\nSELECT * FROM singer\n```"
+
+
+def _ask(db: str, capsys: pytest.CaptureFixture, *extra: str) -> tuple[int, str]:
+    with ScriptedOpenAIServer([ROWS_SQL]) as server:
+        code = main(
+            ["ask", QUESTION, "--db", db, "--model", "openai:m", "--base-url", server.base_url,
+             "--api-key", "k", *extra]
+        )  # fmt: skip
+        assert server.requests == 0, "a configuration error must stop before the model"
+    return code, capsys.readouterr().err
+
+
+def _one_clean_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "sqlalche.me" not in err and "[SQL:" not in err and "Traceback" not in err
+    assert lines[0].startswith("macsql: error: ")
+    return lines[0]
+
+
+def test_a_csv_file_as_db_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    csv = tmp_path / "people.csv"
+    csv.write_text("name,age\nAda,36\n" * 50)
+    code, err = _ask(str(csv), capsys)
+    assert code == 2
+    assert "file is not a database" in _one_clean_line(err)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("mysql://u:p@127.0.0.1/shop", "pip install mysqlclient"),
+        ("nosuchdriver://u:p@127.0.0.1/shop", "no 'nosuchdriver' database dialect"),
+    ],
+)
+def test_a_missing_or_unknown_driver_names_the_fix(
+    url: str, expected: str, capsys: pytest.CaptureFixture
+) -> None:
+    code, err = _ask(url, capsys)
+    assert code == 2
+    line = _one_clean_line(err)
+    assert expected in line and ":p@" not in line  # the password is never printed
+
+
+@pytest.mark.postgres
+def test_postgres_wrong_password_and_unknown_database(
+    pg_admin_url: str, capsys: pytest.CaptureFixture
+) -> None:
+    url = make_url(pg_admin_url)
+    wrong_password = url.set(password="firsthour-wrong").render_as_string(hide_password=False)
+    code, err = _ask(wrong_password, capsys)
+    assert code == 2
+    assert "password authentication failed" in _one_clean_line(err)
+
+    unknown = url.set(database="firsthour_no_such_db").render_as_string(hide_password=False)
+    code, err = _ask(unknown, capsys)
+    assert code == 2
+    assert 'database "firsthour_no_such_db" does not exist' in _one_clean_line(err)
+
+
+def test_the_graph_reports_an_unreadable_database_in_one_line(tmp_path: Path) -> None:
+    """Studio and the Python API get the same one-line reason as the CLI."""
+    csv = tmp_path / "people.csv"
+    csv.write_text("name,age\n" * 50)
+    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": str(csv)})
+    assert out["status"] == "failed"
+    assert out["error"].endswith("file is not a database")
+    assert "\n" not in out["error"] and "sqlalche.me" not in out["error"]
+
+
+def test_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """`macsql ask --json | head -c 400`: the reader leaves early, no traceback."""
+    env = {**os.environ, "MACSQL_CACHE_DIR": str(tmp_path)}
+    with ScriptedOpenAIServer([ROWS_SQL]) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "macsql.cli.main", "ask", QUESTION, "--db", CONCERT, "--json",
+             "--model", "openai:m", "--base-url", server.base_url, "--api-key", "k"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before the answer is written
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=120)
+        assert server.requests == 1  # the question really was answered
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 141
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_model_server_names_the_url_and_the_fix(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    code = main(
+        ["ask", QUESTION, "--db", CONCERT, "--json", "--model", "openai:m", "--base-url", url,
+         "--api-key", "k", "--set", "model_max_retries=0"]
+    )  # fmt: skip
+    error = capsys.readouterr().out
+    assert code == 1
+    assert f"tried {url}" in error
+    assert "--base-url" in error and "OPENAI_BASE_URL" in error and "--model" in error
+
+
+def test_no_model_names_the_context_fields_in_the_python_api() -> None:
+    """Studio and Python callers have no flags: the message names the Context fields."""
+    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": CONCERT})
+    assert out["status"] == "failed"
+    assert "Context field base_url" in out["error"] and "api_key" in out["error"]
+    assert "--base-url" not in out["error"]
+
+
+def test_no_model_in_the_cli_names_the_flags(capsys: pytest.CaptureFixture) -> None:
+    code = main(["ask", QUESTION, "--db", CONCERT])
+    line = _one_clean_line(capsys.readouterr().err)
+    assert code == 2
+    assert "--base-url" in line and "OPENAI_API_KEY" in line
+
+
+def test_a_run_paused_for_approval_is_not_failed(scripted) -> None:  # type: ignore[no-untyped-def]
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    _model, context = scripted([ROWS_SQL], approve_sql=True, dataset_style="spider")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "paused"}}
+    paused = graph.invoke({"question": QUESTION, "db": CONCERT}, config, context=context)
+    assert "__interrupt__" in paused
+    assert paused["status"] == "paused" and paused["error"] is None
+
+    rejected = graph.invoke(_resume(False), config, context=context)
+    assert rejected["status"] == "failed"
+    assert rejected["error"] == "the SQL was rejected by the reviewer"
+
+
+def _resume(value: object) -> object:
+    from langgraph.types import Command
+
+    return Command(resume=value)
+
+
+def test_every_context_minimum_reaches_the_cli(capsys: pytest.CaptureFixture) -> None:
+    code = main(["ask", QUESTION, "--db", CONCERT, "--set", "max_try_times=-1"])
+    assert code == 2
+    assert "max_try_times must be at least 1" in _one_clean_line(capsys.readouterr().err)
+    assert Context().max_try_times == 3
