@@ -13,7 +13,6 @@ from macsql.database.connection import DatabaseNotFoundError, check_database, re
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.context import Agent, Context, ContextError, build_context
-from macsql.llm.cache import enable_llm_cache
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.nodes.model_calls import settings_for
 
@@ -136,6 +135,9 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
 def enable_cache(args: argparse.Namespace) -> None:
     """`--cache FILE`: langchain's SQLite LLM cache, so identical prompts skip the model."""
     if getattr(args, "cache", None):
+        # Only --cache pays for importing the cache (SQLAlchemy's ORM and langchain's loader).
+        from macsql.llm.cache import enable_llm_cache
+
         enable_llm_cache(args.cache)
 
 

@@ -10,7 +10,6 @@ from typing import NoReturn
 
 from macsql.cli.ask import add_ask_arguments, ask_main
 from macsql.cli.common import EXIT_USAGE, UsageError
-from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
 
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a program ended by SIGPIPE
 
@@ -46,7 +45,9 @@ def _graph_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `macsql` parser; the options of `eval` and `score` are added only when `command`
+    names one of them (their help line is always there)."""
     parser = _Parser(
         prog="macsql",
         description="Text-to-SQL with MAC-SQL, SQLFixAgent and R^3, as LangGraph graphs.",
@@ -58,9 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_arguments(ask)
     handlers["ask"] = ask_main
 
-    add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
-    add_score_arguments(sub.add_parser("score", help="score a predictions file"))
-    handlers["eval"], handlers["score"] = eval_main, score_main
+    evals = sub.add_parser("eval", help="run a pipeline over Spider or BIRD")
+    score = sub.add_parser("score", help="score a predictions file")
+    if command in ("eval", "score"):
+        # The eval harness (scoring, reports, the LLM cache) costs a second of imports that
+        # `ask` should not pay; only these commands load it.
+        from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
+
+        add_eval_arguments(evals)
+        add_score_arguments(score)
+        handlers["eval"], handlers["score"] = eval_main, score_main
 
     demo = sub.add_parser("demo", help="write the demo database and print its path")
     demo.add_argument("path", nargs="?", default=None)
@@ -86,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["load-postgres"]:  # the loader owns its options, --help included
         return _load_postgres_main(argparse.Namespace(loader_args=argv[1:]))
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         code = args._handlers[args.command](args)

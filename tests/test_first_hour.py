@@ -175,3 +175,22 @@ def test_every_context_minimum_reaches_the_cli(capsys: pytest.CaptureFixture) ->
     assert code == 2
     assert "max_try_times must be at least 1" in _one_clean_line(capsys.readouterr().err)
     assert Context().max_try_times == 3
+
+
+def _r3_with_an_unreadable_persona_reply(prompt: str) -> str:
+    if "Choose 3 reviewers" in prompt:
+        return "Happy to help! Reviewers are great."  # no JSON: the defaults step in
+    if "that a colleague wrote for a user's question" in prompt:
+        return "The query is right."
+    return "I stand by it.\n```sql\nSELECT Name FROM singer ORDER BY Age DESC LIMIT 1\n```"
+
+
+def test_r3_default_reviewers_show_in_the_plain_output(capsys: pytest.CaptureFixture) -> None:
+    with ScriptedOpenAIServer(_r3_with_an_unreadable_persona_reply) as server:
+        code = main(
+            ["ask", QUESTION, "--db", CONCERT, "--pipeline", "r3", "--model", "openai:m",
+             "--base-url", server.base_url, "--api-key", "k"]
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "persona fallback: the reply named 0 of 3 reviewers; the rest are defaults" in out
