@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.graph.context import Context, build_context
 
 
@@ -45,6 +46,10 @@ class EvalOptions:
     so one process saturates one core; more use more cores. Children are forked when this
     process runs no other thread (they then inherit the graph and any registered model);
     otherwise they are spawned, and the model must be a string a fresh process can resolve."""
+
+    stop_after_failures: int = STOP_AFTER_MODEL_FAILURES
+    """Stop handing out items after this many in a row got no SQL because their model call
+    failed (0: never); the run then exits non-zero and `--resume` continues it."""
 
     @property
     def mode(self) -> str:

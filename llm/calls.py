@@ -17,6 +17,13 @@ from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
 
+MODEL_FAILURE_PREFIXES = ("model call failed", "model configuration error")
+"""How every failed model call's error starts, so a batch can tell them from other failures."""
+
+
+def is_model_failure(error: object) -> bool:
+    return isinstance(error, str) and error.startswith(MODEL_FAILURE_PREFIXES)
+
 
 @dataclass
 class ModelReply:
@@ -57,7 +64,7 @@ def call_model(
     try:
         model = get_chat_model(settings)
     except ModelConfigError as exc:
-        return ModelReply("", f"model configuration error: {exc}", {})
+        return ModelReply("", f"{MODEL_FAILURE_PREFIXES[1]}: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
         return _failed_call(settings, agent, exc, 0.0)
     with model_request_slot():  # latency counts from the slot, not the wait for it
@@ -74,7 +81,7 @@ def call_model(
 
 
 def _failed_call(settings: ModelSettings, agent: str, exc: Exception, latency: float) -> ModelReply:
-    message = f"model call failed ({type(exc).__name__}): {_first_line(exc)}"
+    message = f"{MODEL_FAILURE_PREFIXES[0]} ({type(exc).__name__}): {_first_line(exc)}"
     fix = fix_for(exc, settings)
     return ModelReply(
         "", f"{message.rstrip('.')}; {fix}" if fix else message, {agent: usage_entry(None, latency)}

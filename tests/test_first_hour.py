@@ -194,3 +194,104 @@ def test_r3_default_reviewers_show_in_the_plain_output(capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert code == 0
     assert "persona fallback: the reply named 0 of 3 reviewers; the rest are defaults" in out
+
+
+# --------------------------------------------------------------------------- eval exit codes
+
+SPIDER = spider_db("concert_singer").parents[2]
+
+
+def _eval(out: Path, server: ScriptedOpenAIServer, *extra: str) -> int:
+    return main(
+        ["eval", "--dataset", "spider", "--data-dir", str(SPIDER), "--out", str(out),
+         "--no-progress", "--processes", "1", "--model", "openai:m", "--base-url",
+         server.base_url, "--api-key", "k", "--set", "model_max_retries=0", *extra]
+    )  # fmt: skip
+
+
+def test_an_eval_whose_model_calls_all_fail_exits_1_with_the_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    with ScriptedOpenAIServer(lambda prompt: 500) as server:
+        code = _eval(tmp_path / "run", server, "--limit", "4", "--stop-after-failures", "0")
+    err = capsys.readouterr().err
+    assert code == 1
+    line = _one_clean_line(err)
+    assert "4 of 4 items got no SQL; most common error (4 items): model call failed" in line
+    assert "500" in line
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "**The run failed:** 4 of 4 items got no SQL" in summary
+
+
+def test_an_eval_stops_early_when_model_calls_keep_failing(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    with ScriptedOpenAIServer(lambda prompt: 500) as server:
+        code = _eval(
+            tmp_path / "run", server, "--limit", "30", "--concurrency", "1",
+            "--stop-after-failures", "3",
+        )  # fmt: skip
+        requests = server.requests
+    line = _one_clean_line(capsys.readouterr().err)
+    assert code == 1
+    # One call per item; only the items already in flight (3 per request slot) finish.
+    lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    assert 3 <= requests == len(lines) <= 6
+    assert "stopped early after " in line and "items in a row whose model call failed" in line
+    assert f"{30 - len(lines)} of 30 items not run" in line and "--resume" in line
+
+
+def test_a_healthy_eval_still_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with ScriptedOpenAIServer(lambda prompt: ROWS_SQL) as server:
+        code = _eval(tmp_path / "run", server, "--limit", "3")
+    assert code == 0, capsys.readouterr().err
+
+
+def test_bird_on_a_spider_folder_names_the_mistake(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code = main(
+        ["eval", "--dataset", "bird", "--data-dir", str(SPIDER), "--gold", "--limit", "3",
+         "--out", str(tmp_path / "run"), "--no-progress"]
+    )  # fmt: skip
+    line = _one_clean_line(capsys.readouterr().err)
+    assert code == 2
+    assert "is a Spider folder, not BIRD: use --dataset spider" in line
+
+
+def test_an_eval_where_every_item_is_skipped_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    data = tmp_path / "spider"
+    (data / "database").mkdir(parents=True)
+    (data / "dev.json").write_text(
+        '[{"db_id": "gone", "question": "How many?", "query": "SELECT 1"}]'
+    )
+    (data / "tables.json").write_text("[]")
+    code = main(
+        ["eval", "--dataset", "spider", "--data-dir", str(data), "--gold",
+         "--out", str(tmp_path / "run"), "--no-progress"]
+    )  # fmt: skip
+    line = _one_clean_line(capsys.readouterr().err)
+    assert code == 1
+    assert "no item could run: all 1 were skipped" in line
+
+
+def test_eval_errors_carry_the_prefix_and_no_stray_quotes(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code = main(
+        ["eval", "--dataset", "spider", "--data-dir", str(SPIDER), "--pipeline", "nosuch",
+         "--limit", "1", "--out", str(tmp_path / "run"), "--no-progress", "--base-url",
+         "http://127.0.0.1:9/v1"]
+    )  # fmt: skip
+    line = _one_clean_line(capsys.readouterr().err)
+    assert code == 2
+    assert line.startswith("macsql: error: unknown pipeline 'nosuch'")
+
+
+def test_processes_default_to_the_cores_up_to_two() -> None:
+    from macsql.cli.main import build_parser
+
+    args = build_parser("eval").parse_args(["eval", "--dataset", "spider", "--data-dir", "x"])
+    assert args.processes == max(1, min(2, os.cpu_count() or 1))
