@@ -14,7 +14,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
 from macsql.llm.settings import ModelSettings
@@ -126,9 +125,23 @@ def _build_client(
     if provider == "openai":
         kwargs["stream_usage"] = True  # token usage also when the graph streams tokens
     try:
-        client: BaseChatModel = init_chat_model(name, model_provider=provider, **kwargs)  # type: ignore[call-overload]
+        client = _construct(provider, name, kwargs)
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs
         raise ModelConfigError(f"cannot set up model {settings.model!r}: {exc}") from exc
+    return client
+
+
+def _construct(provider: str, name: str, kwargs: dict[str, object]) -> BaseChatModel:
+    """The client, importing only what it needs: `init_chat_model` (the `langchain` package)
+    for any provider, or for OpenAI and compatible servers the class it would pick anyway,
+    which spares the first request of every `ask` the import of `langchain.chat_models`."""
+    if provider == "openai":
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(model=name, **kwargs)  # type: ignore[arg-type]
+    from langchain.chat_models import init_chat_model
+
+    client: BaseChatModel = init_chat_model(name, model_provider=provider, **kwargs)  # type: ignore[call-overload]
     return client
 
 
