@@ -125,7 +125,8 @@ class BaseContext:
     dataset_style: DatasetStyle = field(
         default="bird",
         metadata=_doc(
-            "'bird': evidence is used, the Decomposer decomposes, and an empty result or "
+            "'bird' (the default, also for your own databases, which are real ones like "
+            "BIRD's): evidence is used, the Decomposer decomposes, and an empty result or "
             "NULLs trigger a refine. 'spider': simple questions are answered directly and "
             "empty results are accepted.",
             enum=["bird", "spider"],

@@ -303,3 +303,43 @@ def test_processes_default_to_the_cores_up_to_two() -> None:
 
     args = build_parser("eval").parse_args(["eval", "--dataset", "spider", "--data-dir", "x"])
     assert args.processes == max(1, min(2, os.cpu_count() or 1))
+
+
+# --------------------------------------------------------------------------- README for users
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_the_readme_ask_synopsis_matches_the_parser() -> None:
+    from macsql.cli.main import build_parser
+
+    block = re.search(r"```\n(macsql ask QUESTION.*?)\nmacsql eval", README, re.S)
+    assert block is not None
+    documented = set(re.findall(r"--[a-z][a-z-]*", block.group(1)))
+    ask = build_parser("ask")._subparsers._group_actions[0].choices["ask"]  # type: ignore[union-attr]
+    actual = {o for a in ask._actions for o in a.option_strings if o.startswith("--")} - {"--help"}
+    assert documented == actual
+    assert "macsql|sqlfix|r3|macsql+sqlfix" in block.group(1)
+
+
+def test_the_readme_states_the_dataset_style_default() -> None:
+    stated = re.search(r"`dataset_style` defaults to `(\w+)`", README)
+    assert stated is not None and stated.group(1) == Context().dataset_style
+    assert "design card" not in README and "not on the card" not in README
+
+
+def test_a_parent_with_macsql_output_keys_gets_the_failure_reason() -> None:
+    """The documented way (a) to embed: the parent's state derives from MacSqlOutput."""
+    from langgraph.graph import START, StateGraph
+
+    from macsql.graph.state import MacSqlInput, MacSqlOutput
+
+    class Parent(MacSqlInput, MacSqlOutput):
+        pass
+
+    parent = StateGraph(Parent)
+    parent.add_node("macsql", get_pipeline("macsql"))
+    parent.add_edge(START, "macsql")
+    out = parent.compile().invoke({"question": QUESTION, "db": "/no/such.sqlite"})
+    assert out["status"] == "failed"
+    assert out["error"] == "database file not found: /no/such.sqlite"
