@@ -1,4 +1,5 @@
-"""What the subcommands share: exit codes, model options, the Context they build."""
+"""What the subcommands share: model options, the Context they build, the database check.
+The exit codes live in `macsql.cli.exit_codes` and are re-exported here."""
 
 from __future__ import annotations
 
@@ -9,20 +10,18 @@ from typing import Any, get_args, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
+from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+)
 from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.context import Agent, Context, ContextError, build_context
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.nodes.model_calls import settings_for
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-
-class UsageError(ValueError):
-    """Bad arguments or configuration: exit 2 with a one-line message."""
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
