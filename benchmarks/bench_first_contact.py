@@ -7,6 +7,9 @@ own time. The demo database's schema cache is warmed first (the usual case: a us
 the same database again). Each repeat runs in fresh processes and reports:
 
 - `python -c pass`: the interpreter alone, the floor of any command;
+- the CPU seconds of importing only the libraries an `ask` needs before its first request
+  (LangGraph, langchain-openai with the OpenAI client, SQLAlchemy, sqlglot, rich): the floor of
+  `ask` itself;
 - in one process, step by step: importing the CLI, building the parser, importing and building
   the pipeline's graph, resolving and opening the database, loading its (cached) schema, and
   building the model client;
@@ -72,6 +75,21 @@ def _interpreter_ms() -> float:
     return (time.perf_counter() - started) * 1000
 
 
+# Imported as `ask` imports them (collector paused), the heap frozen before exit as `ask` does.
+FLOOR = (
+    "import gc; gc.disable(); import langgraph.graph, langchain_openai, sqlalchemy, sqlglot, rich;"
+    " gc.freeze()"
+)
+
+
+def _floor_cpu() -> float:
+    """CPU seconds of importing only the libraries every `ask` needs before its first request:
+    no command can go below it without dropping one of them."""
+    cpu = _children_cpu()
+    subprocess.run([sys.executable, "-c", FLOOR], check=True)
+    return _children_cpu() - cpu
+
+
 def _steps(base_url: str, env: dict[str, str]) -> dict[str, float]:
     out = subprocess.run(
         [sys.executable, "-c", _STEPS, base_url],
@@ -122,6 +140,7 @@ def main() -> None:
         rows: list[dict[str, float]] = []
         for i in range(args.repeat):
             row = {"python -c pass": round(_interpreter_ms(), 1)}
+            row["libraries alone: CPU s"] = round(_floor_cpu(), 2)
             row.update(_steps("http://127.0.0.1:9/v1", env))
             first, total, cpu = _end_to_end(env)
             row["ask: first model request"] = round(first, 1)
