@@ -343,3 +343,22 @@ def test_a_parent_with_macsql_output_keys_gets_the_failure_reason() -> None:
     out = parent.compile().invoke({"question": QUESTION, "db": "/no/such.sqlite"})
     assert out["status"] == "failed"
     assert out["error"] == "database file not found: /no/such.sqlite"
+
+
+def test_studio_shows_a_description_for_every_input_field() -> None:
+    from macsql.graph.registry import pipeline_names
+
+    for name in pipeline_names():
+        fields = get_pipeline(name).get_input_jsonschema()["properties"]
+        assert {"question", "db", "evidence"} <= set(fields), name
+        for field, schema in fields.items():
+            assert schema.get("description"), f"{name}.{field} has no description"
+
+
+def test_ci_deletes_the_postgres_cluster_it_starts() -> None:
+    """`.ci/run` arms the clean-up before it starts the server, on a cluster of its own."""
+    script = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    trap = script.index("trap 'bash scripts/ci_postgres.sh destroy")
+    start = script.index("\nbash scripts/ci_postgres.sh\n")
+    base = script.index('export MACSQL_PG_BASE="$(mktemp -d)')
+    assert base < trap < start
