@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.evals.scoring import Scorer
 from macsql.graph.context import Context, build_context
 
@@ -49,6 +50,10 @@ class EvalOptions:
     traces: bool = False
     """Record every agent call of every item (messages as sent, reply, usage, what followed)
     in ``traces.jsonl`` beside the results: a teacher's run for fine-tuning data."""
+
+    stop_after_failures: int = STOP_AFTER_MODEL_FAILURES
+    """Stop handing out items after this many in a row got no SQL because their model call
+    failed (0: never); the run then exits non-zero and `--resume` continues it."""
 
     @property
     def mode(self) -> str:

@@ -108,6 +108,8 @@ def render_markdown(
 ) -> str:
     mode = summary.get("pipeline") or summary.get("mode")
     lines = [f"# {summary['dataset']} {summary['split']}: {mode}", ""]
+    if summary.get("problem"):  # the figures below do not measure the model
+        lines += [f"**The run failed:** {summary['problem']}", ""]
     lines += [
         f"**EX {summary['ex']:.2f}** on {summary['n_scored']} scored items "
         f"({summary['n_skipped']} skipped)."

@@ -52,11 +52,12 @@ class Agent(StrEnum):
 
 
 def _doc(text: str, *, minimum: float | None = None, **extra: object) -> dict[str, object]:
-    """Field metadata in the shape LangGraph turns into a JSON-schema description; `minimum`
-    is also enforced when the context is built."""
+    """Field metadata in the shape LangGraph (through pydantic) turns into the JSON schema that
+    Studio shows: `description`, and `ge` for `minimum`, so that Studio's form knows the range
+    too. The range is also enforced when the context is built."""
     meta: dict[str, object] = {"description": text, **extra}
     if minimum is not None:
-        meta["minimum"] = minimum
+        meta["ge"] = minimum
     return meta
 
 
@@ -125,7 +126,8 @@ class BaseContext:
     dataset_style: DatasetStyle = field(
         default="bird",
         metadata=_doc(
-            "'bird': evidence is used, the Decomposer decomposes, and an empty result or "
+            "'bird' (the default, also for your own databases, which are real ones like "
+            "BIRD's): evidence is used, the Decomposer decomposes, and an empty result or "
             "NULLs trigger a refine. 'spider': simple questions are answered directly and "
             "empty results are accepted.",
             enum=["bird", "spider"],
@@ -411,7 +413,7 @@ def check_context(context: BaseContext) -> None:
         # bool is an int in Python; a number field given True/False is a mistake.
         if kinds and (not isinstance(value, kinds) or (base != "bool" and isinstance(value, bool))):
             raise ContextError(f"{f.name} must be a {base}, not {type(value).__name__}")
-        minimum = f.metadata.get("minimum")
+        minimum = f.metadata.get("ge")
         if isinstance(value, int | float) and not isinstance(value, bool):
             if isinstance(value, float) and not math.isfinite(value):
                 raise ContextError(f"{f.name} must be a finite number, not {value}")

@@ -20,12 +20,19 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel
 
 from macsql.graph.state import Usage, merge_usage
-from macsql.llm.models import ModelConfigError, get_chat_model
+from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model
 from macsql.llm.reasoning import reasoning_beside, split_reasoning
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
 from macsql.llm.structured import StructuredAttempt, ask_structured
 from macsql.llm.traces import traced
+
+MODEL_FAILURE_PREFIXES = ("model call failed", "model configuration error")
+"""How every failed model call's error starts, so a batch can tell them from other failures."""
+
+
+def is_model_failure(error: object) -> bool:
+    return isinstance(error, str) and error.startswith(MODEL_FAILURE_PREFIXES)
 
 
 @dataclass
@@ -88,16 +95,16 @@ def call_model(
     try:
         model = get_chat_model(settings)
     except ModelConfigError as exc:
-        return ModelReply("", f"model configuration error: {exc}", {})
+        return ModelReply("", f"{MODEL_FAILURE_PREFIXES[1]}: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
-        return _failed_call(agent, exc, 0.0)
+        return _failed_call(settings, agent, exc, 0.0)
     config: Any = {"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}}
     attempt = StructuredAttempt()
     if schema is not None:
         with model_request_slot():
             attempt = ask_structured(settings, model, schema, messages, config)
         if attempt.error is not None:
-            return _failed_call(agent, attempt.error, attempt.latency)
+            return _failed_call(settings, agent, attempt.error, attempt.latency)
         if attempt.raw is not None:
             return _reply_of(attempt.raw, agent, attempt.latency, attempt.parsed)
     with model_request_slot():  # latency counts from the slot, not the wait for it
@@ -105,7 +112,7 @@ def call_model(
         try:
             reply = model.invoke(messages, config=config)
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
-            failed = _failed_call(agent, exc, time.perf_counter() - started)
+            failed = _failed_call(settings, agent, exc, time.perf_counter() - started)
             failed.usage = merge_usage(attempt.usage(agent), failed.usage)
             return failed
         latency = time.perf_counter() - started
@@ -131,12 +138,51 @@ def _reply_of(
     )
 
 
-def _failed_call(agent: str, exc: Exception, latency: float) -> ModelReply:
+def _failed_call(settings: ModelSettings, agent: str, exc: Exception, latency: float) -> ModelReply:
+    message = f"{MODEL_FAILURE_PREFIXES[0]} ({type(exc).__name__}): {_first_line(exc)}"
+    fix = fix_for(exc, settings)
     return ModelReply(
-        "",
-        f"model call failed ({type(exc).__name__}): {_first_line(exc)}",
-        {agent: usage_entry(None, latency)},
+        "", f"{message.rstrip('.')}; {fix}" if fix else message, {agent: usage_entry(None, latency)}
     )
+
+
+# langchain-core's provider-neutral classes (every integration raises subclasses of them), and
+# openai's own for clients that raise those unwrapped; timeouts first, they are connection
+# errors too.
+_FIXES = (
+    (
+        ("ModelTimeoutError", "APITimeoutError"),
+        "no reply from {url} within model_timeout ({timeout:g} s): raise model_timeout, or "
+        "check that the server at base_url is up",
+    ),
+    (
+        ("ModelConnectionError", "APIConnectionError"),
+        "tried {url}: set base_url (--base-url or OPENAI_BASE_URL) to your OpenAI-compatible "
+        "server, or model (--model) to another provider",
+    ),
+    (
+        ("ModelAuthenticationError", "AuthenticationError", "PermissionDeniedError"),
+        "{url} refused the API key: set api_key (--api-key or OPENAI_API_KEY)",
+    ),
+    (
+        ("ModelNotFoundError", "NotFoundError"),
+        "{url} does not serve model {name!r}: check model (--model) and base_url (--base-url, "
+        "usually ending in /v1)",
+    ),
+)
+
+
+def fix_for(exc: BaseException, settings: ModelSettings) -> str | None:
+    """What to change when a model call fails for a reason of configuration, or None."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    for classes, template in _FIXES:
+        if names.intersection(classes):
+            return template.format(
+                url=endpoint_of(settings),
+                timeout=settings.timeout,
+                name=settings.model.partition(":")[2] or settings.model,
+            )
+    return None
 
 
 def _text_of(message: Any) -> str:

@@ -7,6 +7,7 @@ from langgraph.runtime import Runtime
 from macsql.graph.context import Agent, BaseContext, ContextT, context_of
 from macsql.graph.state import PipelineState
 from macsql.nodes.agent_replies import write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
@@ -42,4 +43,4 @@ def decomposer_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipelin
     if written.sql is None:
         update["last_execution"] = written.no_sql_record()
         update["error"] = NO_SQL_MESSAGE
-    return update
+    return awaiting_approval(update, context)

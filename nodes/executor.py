@@ -130,11 +130,13 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
     if context.approve_sql:
         approved = _approved_sql(sql, attempt)
         if approved is None:
+            tries = state.get("tries") or []
             emit(runtime, "executor", "rejected", attempt=attempt, sql=sql)
             rejected: PipelineState = {
                 "fatal": True,
                 "error": "the SQL was rejected by the reviewer",
-                "status": state.get("status", "failed") if state.get("tries") else "failed",
+                # A SQL that ran earlier stays the answer; a pending one was never run.
+                "status": final_fields(tries)["status"] if tries else "failed",
             }
             return rejected
         sql = approved

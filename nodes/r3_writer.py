@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from macsql.graph.context import Agent, R3Context, context_of
 from macsql.graph.state import ChatTurn, R3State, ReviewerComment
 from macsql.nodes.agent_replies import WrittenSql, write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
@@ -136,11 +137,11 @@ def _ask(
     return update, written
 
 
-def _with_candidate(update: R3State, written: WrittenSql) -> R3State:
+def _with_candidate(update: R3State, written: WrittenSql, runtime: Runtime[R3Context]) -> R3State:
     update.update(written.candidate())
     if written.sql is None:
         update["last_execution"] = written.no_sql_record()
-    return update
+    return awaiting_approval(update, context_of(runtime, R3Context))
 
 
 def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
@@ -158,7 +159,7 @@ def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     }
     if written is None:
         return {**base, **update}
-    return {**base, **_with_candidate(update, written)}
+    return {**base, **_with_candidate(update, written, runtime)}
 
 
 def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
@@ -176,7 +177,7 @@ def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     update["debug_turns"] = turn
     if written is None:
         return update
-    return _with_candidate(update, written)
+    return _with_candidate(update, written, runtime)
 
 
 def round_reviews(state: R3State) -> list[ReviewerComment]:
@@ -230,5 +231,4 @@ def writer_revise_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         if tries and ran(tries[-1]):
             update.update(final_fields(tries[-1:]))  # the agreed SQL, as executed
         return update
-    update.update(written.candidate())
-    return update
+    return _with_candidate(update, written, runtime)

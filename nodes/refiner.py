@@ -7,6 +7,7 @@ from langgraph.runtime import Runtime
 from macsql.graph.context import Agent, MacSqlContext, context_of
 from macsql.graph.state import MacSqlState
 from macsql.nodes.agent_replies import write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
@@ -51,4 +52,4 @@ def refiner_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlS
         update["last_execution"] = {**written.no_sql_record(), "sql": failed.get("sql", "")}
         if not state.get("tries"):
             update["error"] = NO_SQL_MESSAGE
-    return update
+    return awaiting_approval(update, context)

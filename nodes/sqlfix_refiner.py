@@ -16,6 +16,7 @@ from macsql.database.execution import Outcome
 from macsql.graph.context import Agent, SqlFixContext, context_of
 from macsql.graph.state import Candidate, ExecutionRecord, RepairFailure, SqlFixState
 from macsql.nodes.agent_replies import WrittenSql, field_text, write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
@@ -153,7 +154,7 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
     update["explanation"] = explanation or written.text.strip()[:1000]
     if sql is None:
         update["last_execution"] = written.no_sql_record()
-    return update
+    return awaiting_approval(update, context)
 
 
 def repair_check(record: ExecutionRecord) -> str | None:

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from macsql.graph.context import Agent, SqlFixContext, context_of
 from macsql.graph.state import ExecutionRecord, Fallback, SqlFixState, Usage
 from macsql.nodes.agent_replies import write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
@@ -87,7 +88,7 @@ def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext])
     loaded = load_schema_node(state, runtime)
     if loaded.get("fatal"):
         return {**loaded, "original_sql": given}
-    return {
+    ready: SqlFixState = {
         **loaded,
         "original_sql": given,
         "candidate_sql": given,
@@ -102,6 +103,7 @@ def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext])
         "repair_choice": 0,
         "dropped_candidates": [],
     }
+    return awaiting_approval(ready, context_of(runtime, SqlFixContext))
 
 
 def sql_tool_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
@@ -124,4 +126,4 @@ def sql_tool_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFix
     if generated.sql is None:
         update["last_execution"] = generated.no_sql or no_sql_execution(generated.text)
         update["error"] = NO_SQL_MESSAGE
-    return update
+    return awaiting_approval(update, context_of(runtime, SqlFixContext))
