@@ -11,7 +11,7 @@ import pytest
 from macsql.database.schema import clear_schema_cache
 from macsql.graph.context import Context
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
+from macsql.tools.scripted import ScriptedChatModel
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA = Path(os.environ.get("MACSQL_DATA_DIR", SHARED / "data"))

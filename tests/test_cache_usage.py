@@ -18,7 +18,7 @@ from langchain_core.globals import get_llm_cache, set_llm_cache
 from macsql.cli.main import main
 from macsql.graph.context import Context
 from macsql.graph.macsql_graph import graph
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
 QUESTION = "How many singers do we have?"

@@ -12,7 +12,7 @@ import pytest
 from conftest import spider_db
 
 from macsql.cli.main import main
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 CONCERT = str(spider_db("concert_singer"))
 QUESTION = "What is the name of the oldest singer?"

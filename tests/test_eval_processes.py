@@ -27,7 +27,7 @@ from macsql.evals.runner import (
     _start_method,
     run_eval,
 )
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 
 @pytest.mark.parametrize("processes", [2, 3])

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -406,7 +406,7 @@ def test_importing_and_building_every_graph_touches_no_network_or_database(
         "macsql.nodes.executor",
         "macsql.nodes.selector",
         "macsql.llm.models",
-        "macsql.llm.scripted",
+        "macsql.tools.scripted",
         "macsql.cli.main",
         "macsql.database.connection",
     ):

@@ -15,7 +15,7 @@ from langgraph.types import Command
 from macsql.graph.context import Context
 from macsql.graph.macsql_graph import builder
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
+from macsql.tools.scripted import ScriptedChatModel
 
 SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
 QUESTION = {"question": "How many singers do we have?", "db": str(SPIDER_DB)}

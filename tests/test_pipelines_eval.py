@@ -17,7 +17,7 @@ import pytest
 from conftest import SPIDER, spider_eval_args
 
 from macsql.cli.main import main
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 LIMIT = 20
 

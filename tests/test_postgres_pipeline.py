@@ -12,8 +12,8 @@ from conftest import spider_db, spider_eval_args
 from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.schema import build_schema
-from macsql.llm.scripted import ScriptedOpenAIServer
 from macsql.nodes.schema_render import render_foreign_keys
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.postgres
 
@@ -73,7 +73,7 @@ def test_ask_on_postgres_with_a_refine(
 
 def test_eval_gold_on_postgres(pg_admin_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
 
-    from macsql.database.postgres_loader import database_url
+    from macsql.tools.postgres_loader import database_url
 
     url = database_url(pg_admin_url, "DBID").replace("DBID", "{db_id}")
     out = tmp_path / "pg-gold"

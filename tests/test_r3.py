@@ -18,7 +18,6 @@ from macsql.graph.context import Context
 from macsql.graph.r3_graph import builder as r3_builder
 from macsql.graph.registry import get_pipeline
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
 from macsql.nodes.lexical_similarity import BM25Index
 from macsql.nodes.r3_kshot import (
     FewShotSelector,
@@ -28,6 +27,7 @@ from macsql.nodes.r3_kshot import (
     unregister_embeddings,
 )
 from macsql.nodes.r3_writer import normalise_sql, same_sql, truncate_history
+from macsql.tools.scripted import ScriptedChatModel
 
 TRAIN = Path("/work/shared/data/spider/train_spider.json")
 QUESTION = "List the names of singers from France, youngest first."

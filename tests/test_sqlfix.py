@@ -17,7 +17,6 @@ from macsql.graph.context import Context
 from macsql.graph.registry import get_pipeline, pipeline_names
 from macsql.graph.sqlfix_graph import builder as sqlfix_builder
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
 from macsql.nodes.sqlfix_memory import (
     REPAIR_NAMESPACE,
     all_repairs,
@@ -26,6 +25,7 @@ from macsql.nodes.sqlfix_memory import (
 )
 from macsql.nodes.sqlfix_query_crafter import parse_paraphrases
 from macsql.nodes.sqlfix_reviewer import parse_verdict
+from macsql.tools.scripted import ScriptedChatModel
 
 QUESTION = "List the names of singers from France, youngest first."
 GOOD_SQL = "SELECT name FROM singer WHERE country = 'France' ORDER BY age"

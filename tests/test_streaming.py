@@ -16,7 +16,7 @@ from macsql.cli.main import main
 from macsql.graph.context import Context
 from macsql.graph.macsql_graph import graph
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel, ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedChatModel, ScriptedOpenAIServer
 
 SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
 WIDE_TABLES = ("customer", "product", "orders", "warehouse")

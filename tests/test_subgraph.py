@@ -20,7 +20,7 @@ from langgraph.types import Command
 from macsql.graph.context import Context
 from macsql.graph.state import MacSqlInput, MacSqlOutput
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
+from macsql.tools.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
