@@ -10,12 +10,21 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from macsql.graph.state import Usage
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
+
+AGENT_METADATA_KEY = "macsql_agent"
+"""The run metadata key that names a model call's agent, for callbacks and in-process models."""
+
+AGENT_HEADER = "X-Macsql-Agent"
+"""The HTTP header naming the agent of a request to an OpenAI-compatible server. A header, not a
+body field: the body stays what the server's API defines (OpenAI's `user` would reach OpenAI's
+abuse monitoring), and servers and proxies ignore headers they do not know."""
 
 
 @dataclass
@@ -65,12 +74,23 @@ def call_model(
         try:
             reply = model.invoke(
                 messages,
-                config={"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}},
+                config={"tags": [f"macsql:{agent}"], "metadata": {AGENT_METADATA_KEY: agent}},
+                **_request_options(model, agent),
             )
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
             return _failed_call(agent, exc, time.perf_counter() - started)
         latency = time.perf_counter() - started
     return ModelReply(_text_of(reply), None, {agent: usage_entry(reply, latency)})
+
+
+def _request_options(model: BaseChatModel, agent: str) -> dict[str, Any]:
+    """Per-request options that carry the agent over HTTP, for models on the OpenAI client
+    (its `extra_headers`); other providers get none, since their clients may reject them."""
+    from langchain_openai.chat_models.base import BaseChatOpenAI
+
+    if isinstance(model, BaseChatOpenAI):
+        return {"extra_headers": {AGENT_HEADER: agent}}
+    return {}
 
 
 def _failed_call(agent: str, exc: Exception, latency: float) -> ModelReply:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from macsql.database.schema import clear_schema_cache
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.llm.models import registered_chat_model
 from macsql.tools.scripted import ScriptedChatModel
 
@@ -34,18 +34,13 @@ def spider_eval_args(out: Path, *options: str, data_dir: Path = SPIDER) -> list[
     ]
 
 
-def wrong_then_fixed(wrong_sql: str, fixed_sql: str) -> Callable[[str], str]:
-    """A responder for MAC-SQL whose Decomposer writes `wrong_sql` and whose Refiner then writes
-    `fixed_sql`: one trip round the repair loop. Any other prompt fails the test."""
-
-    def respond(prompt: str) -> str:
-        if prompt.startswith("You are the Refiner"):
-            return f"The last SQL failed; this one fixes it.\n```sql\n{fixed_sql}\n```"
-        if prompt.startswith("You are the Decomposer"):
-            return f"```sql\n{wrong_sql}\n```\nQuestion Solved."
-        raise AssertionError(f"unexpected prompt {prompt[:60]!r}")
-
-    return respond
+def wrong_then_fixed(wrong_sql: str, fixed_sql: str) -> dict[str, str]:
+    """Replies for MAC-SQL whose Decomposer writes `wrong_sql` and whose Refiner then writes
+    `fixed_sql`: one trip round the repair loop. A call by any other agent fails the test."""
+    return {
+        Agent.DECOMPOSER: f"```sql\n{wrong_sql}\n```\nQuestion Solved.",
+        Agent.REFINER: f"The last SQL failed; this one fixes it.\n```sql\n{fixed_sql}\n```",
+    }
 
 
 def spider_db(db_id: str) -> Path:

@@ -12,6 +12,7 @@ import pytest
 from conftest import spider_db
 
 from macsql.cli.main import main
+from macsql.graph.context import Agent
 from macsql.tools.scripted import ScriptedOpenAIServer
 
 CONCERT = str(spider_db("concert_singer"))
@@ -198,11 +199,10 @@ def test_set_changes_the_run(capsys: pytest.CaptureFixture) -> None:
 def test_stream_shows_the_stages_of_a_pipeline_of_pipelines(
     capsys: pytest.CaptureFixture,
 ) -> None:
-    def reply(prompt: str) -> str:
-        if "You are the Decomposer" in prompt:
-            return "```sql\nSELECT count(*) FROM singer\n```"
-        return 'The query counts the singers.\n{"verdict": "pass", "reason": "matches"}'
-
+    reply = {
+        Agent.DECOMPOSER: "```sql\nSELECT count(*) FROM singer\n```",
+        Agent.REVIEWER: 'The query counts the singers.\n{"verdict": "pass", "reason": "matches"}',
+    }
     with ScriptedOpenAIServer(reply) as server:
         code = main(
             [

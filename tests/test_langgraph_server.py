@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from macsql.graph.context import Agent
 from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.timeout(180)
@@ -152,13 +153,10 @@ WRONG_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
 FIXED_SQL = "SELECT count(*) FROM singer"
 
 
-def _responder(prompt: str) -> str:
-    """Decomposer: a query with a wrong column; Refiner: the fix."""
-    if prompt.startswith("You are the Refiner"):
-        return f"The column is misspelled.\n```sql\n{FIXED_SQL}\n```"
-    if prompt.startswith("You are the Decomposer"):
-        return f"SQL\n```sql\n{WRONG_SQL}\n```\nQuestion Solved."
-    raise AssertionError(f"unexpected prompt: {prompt[:80]!r}")
+_REPLIES = {  # Decomposer: a query with a wrong column; Refiner: the fix
+    Agent.DECOMPOSER: f"SQL\n```sql\n{WRONG_SQL}\n```\nQuestion Solved.",
+    Agent.REFINER: f"The column is misspelled.\n```sql\n{FIXED_SQL}\n```",
+}
 
 
 def test_every_configured_graph_is_served_with_a_description(client: Any) -> None:
@@ -229,7 +227,7 @@ def test_every_graph_has_studio_schemas(client: Any) -> None:
 def test_run_streams_updates_and_events_from_inside_the_refine_loop(
     client: Any, server_log: Path
 ) -> None:
-    with ScriptedOpenAIServer(_responder) as model_server:
+    with ScriptedOpenAIServer(_REPLIES) as model_server:
         parts = list(
             client.runs.stream(
                 None,
@@ -280,7 +278,7 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
 
 def test_thread_run_output_and_human_review_through_the_server(client: Any) -> None:
     """A Studio user: a thread, `approve_sql` on, edit the SQL at the interrupt, then resume."""
-    with ScriptedOpenAIServer(_responder) as model_server:
+    with ScriptedOpenAIServer(_REPLIES) as model_server:
         thread = client.threads.create()
         context = _context(model_server, approve_sql=True)
         run_input = {"question": "How many singers do we have?", "db": str(SPIDER_DB)}

@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.graph.state import MacSqlInput, MacSqlOutput
 from macsql.llm.models import registered_chat_model
 from macsql.tools.scripted import ScriptedChatModel
@@ -186,7 +186,7 @@ def test_runtime_context_reaches_macsql(way: str, model: ScriptedChatModel) -> N
     assistant.invoke(_turn("How many singers?"), config, context=_context(max_try_times=1))
     # One try only: the failed SQL is not refined.
     assert len(model.prompts) == 1
-    assert model.prompts[0].startswith("You are the Decomposer")
+    assert model.agents[0] == Agent.DECOMPOSER
     values = assistant.get_state(config).values
     assert values["usage"] == {"decomposer": values["usage"]["decomposer"]}
     assert "could not answer" in values["messages"][-1].content

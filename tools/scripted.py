@@ -6,8 +6,12 @@
   (`/v1/chat/completions`, streaming and not), so the real `langchain-openai` client path
   runs end to end.
 
-Both take a *responder*: a list of replies used in order, or a function from the prompt text to
-a reply. A reply that is an `int` (for the server) is sent as that HTTP error status.
+Both take a *responder*: a list of replies used in order, a function from the prompt text to a
+reply, or a mapping from an agent's name (`Agent` values: "decomposer", "refiner", ...) to one
+of those or to a fixed reply. A mapping answers each call by the agent that made it, which
+`call_model` names in the run's metadata (in-process) and in the `X-Macsql-Agent` header (over
+HTTP), so a test's script does not depend on the wording of any prompt. A reply that is an `int`
+(for the server) is sent as that HTTP error status.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,8 +31,13 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from macsql.llm.calls import AGENT_HEADER, AGENT_METADATA_KEY
+
 Reply = str | int | BaseException
 Responder = Callable[[str], Reply]
+Script = Responder | Sequence[Reply]
+AgentScripts = Mapping[str, Script | Reply]
+"""Per agent: a function, replies in order, or one reply for every call."""
 
 
 def prompt_text(messages: Sequence[BaseMessage] | Sequence[dict[str, Any]]) -> str:
@@ -47,22 +56,48 @@ def _estimate_tokens(text: str) -> int:
 
 
 class _Script:
-    """A thread-safe source of replies: a sequence consumed in order, or a function."""
+    """A thread-safe source of replies: a sequence consumed in order, a function, or one of
+    those per agent."""
 
-    def __init__(self, responder: Responder | Sequence[Reply]) -> None:
-        self._fn = responder if callable(responder) else None
-        self._queue = list(responder) if not callable(responder) else []
+    def __init__(self, responder: Script | AgentScripts) -> None:
+        self._by_agent: dict[str, _Script] | None = None
+        self._fn: Responder | None = None
+        self._queue: list[Reply] = []
+        if isinstance(responder, Mapping):
+            self._by_agent = {str(agent): _Script(_as_script(r)) for agent, r in responder.items()}
+        elif callable(responder):
+            self._fn = responder
+        else:
+            self._queue = list(responder)
         self._lock = threading.Lock()
         self.prompts: list[str] = []
+        self.agents: list[str | None] = []
 
-    def next(self, prompt: str) -> Reply:
+    def next(self, prompt: str, agent: str | None = None) -> Reply:
         with self._lock:
             self.prompts.append(prompt)
+            self.agents.append(agent)
+            if self._by_agent is not None:
+                script = self._by_agent.get(agent or "")
+                if script is None:
+                    raise LookupError(
+                        f"scripted model has no script for agent {agent!r} "
+                        f"(it has {sorted(self._by_agent)})"
+                    )
+                return script.next(prompt, agent)
             if self._fn is not None:
                 return self._fn(prompt)
             if not self._queue:
                 raise RuntimeError(f"scripted model has no reply left for call {len(self.prompts)}")
             return self._queue.pop(0)
+
+
+def _as_script(responder: Script | Reply) -> Script:
+    """A fixed reply (text, HTTP status or exception) answers every call; scripts stay."""
+    if isinstance(responder, str | int | BaseException):
+        fixed = responder
+        return lambda _prompt: fixed
+    return responder
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -80,12 +115,20 @@ class ScriptedChatModel(BaseChatModel):
         return self._script.prompts
 
     @property
+    def agents(self) -> list[str | None]:
+        """The agent of each call in `prompts` (None for a call made outside `call_model`)."""
+        return self._script.agents
+
+    @property
     def _llm_type(self) -> str:
         return "macsql-scripted"
 
-    def _reply(self, messages: list[BaseMessage]) -> tuple[str, UsageMetadata]:
+    def _reply(
+        self, messages: list[BaseMessage], run_manager: CallbackManagerForLLMRun | None
+    ) -> tuple[str, UsageMetadata]:
         text = prompt_text(messages)
-        reply = self._script.next(text)
+        metadata = run_manager.metadata if run_manager else {}
+        reply = self._script.next(text, metadata.get(AGENT_METADATA_KEY))
         if isinstance(reply, BaseException):
             raise reply
         if isinstance(reply, int):
@@ -105,7 +148,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply, usage = self._reply(messages)
+        reply, usage = self._reply(messages, run_manager)
         message = AIMessage(content=reply, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -116,7 +159,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply, usage = self._reply(messages)
+        reply, usage = self._reply(messages, run_manager)
         pieces = [reply[i : i + 16] for i in range(0, len(reply), 16)] or [""]
         for i, piece in enumerate(pieces):
             chunk = AIMessageChunk(
@@ -136,7 +179,7 @@ class ScriptedOpenAIServer:
     """
 
     def __init__(
-        self, responder: Responder | Sequence[Reply], *, delay: float = 0.0, port: int = 0
+        self, responder: Script | AgentScripts, *, delay: float = 0.0, port: int = 0
     ) -> None:
         self._script = _Script(responder)
         self.delay = delay
@@ -183,7 +226,7 @@ class ScriptedOpenAIServer:
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                     server.bodies.append(body)
                 try:
-                    reply = server._script.next(prompt)
+                    reply = server._script.next(prompt, self.headers.get(AGENT_HEADER))
                 except Exception as exc:
                     reply = exc
                 if server.delay:
@@ -290,6 +333,11 @@ class ScriptedOpenAIServer:
     @property
     def prompts(self) -> list[str]:
         return self._script.prompts
+
+    @property
+    def agents(self) -> list[str | None]:
+        """The agent named by each request's `X-Macsql-Agent` header, in `prompts` order."""
+        return self._script.agents
 
     @property
     def base_url(self) -> str:
