@@ -16,7 +16,7 @@
 #   MACSQL_PG_ENV_FILE   where to write the exports (default <repo>/.ci/pg.env)
 #   MACSQL_PG_USER, MACSQL_PG_PASSWORD   the test role (default macsql / macsql)
 #   MACSQL_PG_DATABASES  Spider db ids to load (default: the loader's DEFAULT_SPIDER_DATABASES)
-#   MACSQL_SPIDER_DIR    Spider's folder (default <repo>/../shared/data/spider)
+#   MACSQL_SPIDER_DIR    Spider's folder (default $MACSQL_DATA_DIR/spider, else <repo>/../shared/data/spider)
 #   PYTHON               interpreter with macsql installed (default: python, then python3)
 #   PG_BINDIR            folder of pg_ctl/initdb/postgres, if not the Debian one
 set -euo pipefail
@@ -30,7 +30,7 @@ LOG="$BASE/postgres.log"
 ENV_FILE="${MACSQL_PG_ENV_FILE:-$ROOT/.ci/pg.env}"
 PG_USER="${MACSQL_PG_USER:-macsql}"
 PG_PASS="${MACSQL_PG_PASSWORD:-macsql}"
-SPIDER_DIR="${MACSQL_SPIDER_DIR:-$ROOT/../shared/data/spider}"
+SPIDER_DIR="${MACSQL_SPIDER_DIR:-${MACSQL_DATA_DIR:-$ROOT/../shared/data}/spider}"
 ACTION="${1:-start}"
 
 log() { echo "[ci_postgres] $*" >&2; }

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import concert_db
 from langchain_core.globals import get_llm_cache, set_llm_cache
 
 from macsql.cli.main import main
@@ -20,9 +21,9 @@ from macsql.graph.context import Agent, Context
 from macsql.graph.macsql_graph import graph
 from macsql.tools.scripted import ScriptedOpenAIServer
 
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+CONCERT_DB = concert_db()
 QUESTION = "How many singers do we have?"
-PAYLOAD = {"question": QUESTION, "db": str(SPIDER_DB)}
+PAYLOAD = {"question": QUESTION, "db": str(CONCERT_DB)}
 FIRST_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
 SECOND_SQL = "SELECT count(*) FROM singers"
 FIXED_SQL = "SELECT count(*) FROM singer"
@@ -161,7 +162,7 @@ def _ask(server: ScriptedOpenAIServer, *extra: str) -> list[str]:
         "ask",
         QUESTION,
         "--db",
-        str(SPIDER_DB),
+        str(CONCERT_DB),
         "--base-url",
         server.base_url,
         "--api-key",

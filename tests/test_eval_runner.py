@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spider_eval_args
+from conftest import SPIDER, spider_eval_args
 
 from macsql.evals.predictions import NO_PREDICTION, read_spider_predictions
 from macsql.evals.runner import (
@@ -22,11 +21,7 @@ from macsql.evals.runner import (
 )
 from macsql.evals.scoring import score_predictions
 
-DATA = Path(
-    os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
-SPIDER = DATA / "spider"
-needs_spider = pytest.mark.skipif(not (SPIDER / "dev.json").is_file(), reason="no Spider data")
+needs_spider = pytest.mark.needs_data("spider")
 
 
 def _options(tmp_path: Path, **kw: Any) -> EvalOptions:
@@ -40,6 +35,7 @@ def _options(tmp_path: Path, **kw: Any) -> EvalOptions:
     return EvalOptions(**values)
 
 
+@pytest.mark.slow
 @needs_spider
 def test_spider_gold_run_scores_100_on_972_and_skips_62(tmp_path: Path) -> None:
     started = time.perf_counter()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spider_db
+from conftest import concert_db
 from pg_support import pg_checksum, writable_engine
 from sqlalchemy import text
 
@@ -136,7 +136,7 @@ class SqliteTarget:
 
 @pytest.fixture(scope="module")
 def sqlite_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteTarget]:
-    source = spider_db("concert_singer")
+    source = concert_db()
     path = tmp_path_factory.mktemp("hostile") / "concert_singer.sqlite"
     shutil.copyfile(source, path)
     path.chmod(0o644)  # writable on disk: only macsql's own layers may stop the writes
@@ -224,7 +224,7 @@ OBEDIENT_REPLIES = [
 
 
 def make_hostile_sqlite(path: Path) -> None:
-    shutil.copyfile(spider_db("concert_singer"), path)
+    shutil.copyfile(concert_db(), path)
     path.chmod(0o644)
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE fan_mail (mail_id INTEGER PRIMARY KEY, singer_id INT, message TEXT)")

@@ -21,14 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import concert_db
 
 from macsql.graph.context import Agent
 from macsql.tools.scripted import ScriptedOpenAIServer
 
-pytestmark = pytest.mark.timeout(180)
+# A real `langgraph dev` server in a subprocess: seconds to start, so the whole module is slow.
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+CONCERT_DB = concert_db()
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 STARTUP_SECONDS = 60
 
@@ -232,7 +234,7 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
             client.runs.stream(
                 None,
                 "macsql",
-                input={"question": "How many singers do we have?", "db": str(SPIDER_DB)},
+                input={"question": "How many singers do we have?", "db": str(CONCERT_DB)},
                 context=_context(model_server),
                 stream_mode=["updates", "custom"],
             )
@@ -281,7 +283,7 @@ def test_thread_run_output_and_human_review_through_the_server(client: Any) -> N
     with ScriptedOpenAIServer(_REPLIES) as model_server:
         thread = client.threads.create()
         context = _context(model_server, approve_sql=True)
-        run_input = {"question": "How many singers do we have?", "db": str(SPIDER_DB)}
+        run_input = {"question": "How many singers do we have?", "db": str(CONCERT_DB)}
         client.runs.wait(thread["thread_id"], "macsql", input=run_input, context=context)
 
         state = client.threads.get_state(thread["thread_id"])

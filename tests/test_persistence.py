@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wrong_then_fixed
+from conftest import concert_db, wrong_then_fixed
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
@@ -17,8 +17,8 @@ from macsql.graph.macsql_graph import builder
 from macsql.llm.models import registered_chat_model
 from macsql.tools.scripted import ScriptedChatModel
 
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
-QUESTION = {"question": "How many singers do we have?", "db": str(SPIDER_DB)}
+CONCERT_DB = concert_db()
+QUESTION = {"question": "How many singers do we have?", "db": str(CONCERT_DB)}
 WRONG_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
 EDITED_SQL = "SELECT count(*) FROM singers"  # a person's edit, itself wrong: no such table
 FIXED_SQL = "SELECT count(*) FROM singer"

@@ -23,9 +23,7 @@ from macsql.tools.scripted import ScriptedOpenAIServer
 
 LIMIT = 20
 
-pytestmark = pytest.mark.skipif(
-    not (SPIDER / "dev.json").exists(), reason="the Spider data is not in /work/shared/data"
-)
+pytestmark = pytest.mark.needs_data("spider")
 
 
 def _dev() -> list[dict[str, Any]]:
@@ -35,10 +33,11 @@ def _dev() -> list[dict[str, Any]]:
 class SpiderResponder:
     """Plausible replies for every agent of the three pipelines, chosen by the calling agent."""
 
-    def __init__(self, pipeline: str) -> None:
-        self.gold = {item["question"]: item["query"] for item in _dev()}
+    def __init__(self, pipeline: str, dev: list[dict[str, Any]] | None = None) -> None:
+        dev = _dev() if dev is None else dev
+        self.gold = {item["question"]: item["query"] for item in dev}
         # SQLFixAgent's reviewer flags every other question, so the repair path is exercised.
-        self.flagged = {item["question"] for item in _dev()[::2]}
+        self.flagged = {item["question"] for item in dev[::2]}
         self.unknown: list[str] = []
         # SQLFixAgent's SQLReviewer and R^3's reviewers share an agent; the pipeline tells which.
         self.sqlfix = "sqlfix" in pipeline
@@ -127,6 +126,7 @@ def _eval(
     return {"calls": calls, "results": results, "printed": printed, "peak_in_flight": peak}
 
 
+@pytest.mark.slow
 def test_macsql_eval_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = _eval("macsql", tmp_path, capsys)
     assert run["calls"] == {"decomposer": LIMIT}  # gold SQL runs first time: no refine
@@ -149,6 +149,7 @@ def test_r3_eval_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert all(r["attempts"] == 1 for r in run["results"])
 
 
+@pytest.mark.slow
 def test_concurrency_caps_the_requests_of_fanned_out_reviewers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

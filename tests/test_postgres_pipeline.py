@@ -71,6 +71,8 @@ def test_ask_on_postgres_with_a_refine(
     assert "UndefinedColumn" in refiner_prompt
 
 
+@pytest.mark.slow
+@pytest.mark.needs_data("spider")
 def test_eval_gold_on_postgres(pg_admin_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
 
     from macsql.tools.postgres_loader import database_url

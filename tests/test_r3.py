@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SPIDER
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -30,7 +31,7 @@ from macsql.nodes.r3_writer import normalise_sql, same_sql, truncate_history
 from macsql.prompts import load_prompt
 from macsql.tools.scripted import ScriptedChatModel
 
-TRAIN = Path("/work/shared/data/spider/train_spider.json")
+TRAIN = SPIDER / "train_spider.json"
 QUESTION = "List the names of singers from France, youngest first."
 GOOD_SQL = "SELECT name FROM singer WHERE country = 'France' ORDER BY age"
 
@@ -257,6 +258,7 @@ def test_program_of_thoughts_asks_for_python_before_sql(db: str) -> None:
     assert "```python" not in script.prompts["writer"][0]
 
 
+@pytest.mark.needs_data("spider")
 def test_kshot_returns_the_most_similar_training_questions() -> None:
     pool = load_pool(TRAIN)
     assert len(pool) == 7000 and pool[0].sql == "SELECT count(*) FROM head WHERE age > 56"
@@ -276,6 +278,7 @@ def test_kshot_returns_the_most_similar_training_questions() -> None:
     assert all(c.question != asked for c in selector.select(asked, 5))
 
 
+@pytest.mark.needs_data("spider")
 def test_kshot_examples_reach_the_writer_prompt(db: str) -> None:
     script = Script(
         writer=fenced(GOOD_SQL), persona=persona_reply(), reviewer="ok", revise=fenced(GOOD_SQL)

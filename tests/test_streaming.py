@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import concert_db
 
 from macsql.cli.main import main
 from macsql.graph.context import Agent, Context
@@ -18,7 +19,7 @@ from macsql.graph.macsql_graph import graph
 from macsql.llm.models import registered_chat_model
 from macsql.tools.scripted import ScriptedChatModel, ScriptedOpenAIServer
 
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+CONCERT_DB = concert_db()
 WIDE_TABLES = ("customer", "product", "orders", "warehouse")
 COLUMNS_PER_TABLE = 12  # 4 x 12 = 48 columns, 12 per table: MAC-SQL runs the Selector
 
@@ -154,7 +155,7 @@ def _ask_args(url: str, *extra: str) -> list[str]:
         "ask",
         "How many singers do we have?",
         "--db",
-        str(SPIDER_DB),
+        str(CONCERT_DB),
         "--base-url",
         url,
         "--api-key",
@@ -206,6 +207,7 @@ def test_ask_stream_with_json_keeps_stdout_one_json_object(
     assert "[executor] done: attempt=2, outcome=ok" in captured.err
 
 
+@pytest.mark.slow
 def test_ask_stream_prints_live_before_the_run_ends() -> None:
     """In a real process with a pipe: progress arrives while a slow model call is pending."""
 
