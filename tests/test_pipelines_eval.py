@@ -1,5 +1,6 @@
-"""Each pipeline end to end through `macsql eval` (and `macsql ask`) on Spider, with the real
-langchain-openai client talking to a local scripted OpenAI-compatible server.
+"""Each pipeline end to end through `macsql eval` (and `macsql ask`) on a generated sample in
+Spider's layout, with the real langchain-openai client talking to a local scripted
+OpenAI-compatible server.
 
 The scripted model plays every agent. Where an agent writes SQL it answers with the gold SQL of
 the question it finds in the prompt, so every pipeline must reach 100% EX; where it reviews, it
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SPIDER, spider_eval_args
+from conftest import spider_eval_args, spider_sample
 
 from macsql.cli.main import main
 from macsql.graph.context import Agent
@@ -23,11 +24,11 @@ from macsql.tools.scripted import ScriptedOpenAIServer
 
 LIMIT = 20
 
-pytestmark = pytest.mark.needs_data("spider")
+SAMPLE = spider_sample()  # 20 generated questions in Spider's layout: no download needed
 
 
 def _dev() -> list[dict[str, Any]]:
-    return json.loads((SPIDER / "dev.json").read_text())[:LIMIT]
+    return json.loads((SAMPLE / "dev.json").read_text())[:LIMIT]
 
 
 class SpiderResponder:
@@ -110,6 +111,7 @@ def _eval(
                 "--ves-iterations",
                 "0",
                 *options,
+                data_dir=SAMPLE,
             )
         )
         requests, peak = server.requests, server.peak_in_flight
@@ -173,12 +175,12 @@ def test_macsql_then_sqlfix_eval_end_to_end(
 def test_ask_runs_each_pipeline(
     pipeline: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    db = SPIDER / "database" / "concert_singer" / "concert_singer.sqlite"
+    db = SAMPLE / "database" / "concert_singer" / "concert_singer.sqlite"
     with ScriptedOpenAIServer(SpiderResponder(pipeline).by_agent()) as server:
         code = main(
             [
                 "ask",
-                "How many singers do we have?",
+                "How many singers are there?",
                 "--db",
                 str(db),
                 "--pipeline",
