@@ -73,8 +73,8 @@ def missing_data(dataset: str) -> str | None:
         return None
     return (
         f"needs the {dataset} benchmark data, not found at {folder}. Get {source}, and set "
-        f"{DATA_ENV} to the folder that holds it (without {DATA_ENV}, the tests look in "
-        f"../shared/data beside the checkout)"
+        f"{DATA_ENV} to the folder that holds {folder.name}/ (without {DATA_ENV}, the tests "
+        f"look in ../shared/data beside the checkout)"
     )
 
 
@@ -145,7 +145,6 @@ SINGERS = [  # six singers; the oldest is the only one over 50, the youngest is 
     (5, "Priya Raman", "India", "Monsoon", "2014", 37, "F"),
     (6, "Teo Alvarez", "Chile", "Salt Wind", "2019", 22, "T"),
 ]
-OLDEST_SINGER, YOUNGEST_SINGER = SINGERS[3], SINGERS[5]
 WORLD_CITIES = 4079
 
 
