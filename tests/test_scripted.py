@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from macsql.graph.context import Agent
@@ -63,3 +65,19 @@ def test_responders_without_agents_still_answer_every_call(replies: object) -> N
     with registered_chat_model("scripted:plain", model):
         reply = call_model(ModelSettings(model="scripted:plain"), "decomposer", PROMPT)
     assert reply.text == "a" and model.agents == ["decomposer"]
+
+
+def test_a_client_that_hung_up_leaves_no_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    """A client timeout leaves the server writing a late reply to a closed connection; that must
+    not print a traceback into whichever test owns stderr by then."""
+    with ScriptedOpenAIServer(lambda _prompt: "late", delay=0.5) as server:
+        settings = ModelSettings(
+            model="openai:scripted",
+            base_url=server.base_url,
+            api_key="k",
+            timeout=0.1,
+            max_retries=0,
+        )
+        assert call_model(settings, "decomposer", PROMPT).failed
+        time.sleep(1.0)  # the late reply is written meanwhile
+    assert "Traceback" not in capsys.readouterr().err
