@@ -31,7 +31,7 @@ def _demo_main(args: argparse.Namespace) -> int:
 
 
 def _load_postgres_main(args: argparse.Namespace) -> int:
-    from macsql.database.postgres_loader import main_load
+    from macsql.tools.postgres_loader import main_load
 
     return main_load(args.loader_args)
 
