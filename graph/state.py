@@ -101,6 +101,8 @@ class PromptKeys(TypedDict, total=False):
     schema_text: str
     """The schema as the agents see it (after the Selector, when it ran)."""
     foreign_keys_text: str
+    value_matches_text: str
+    """Stored values the linking stage matched, as `table.column = 'value'` lines."""
 
 
 class ReviewTask(PromptKeys, total=False):
@@ -172,6 +174,9 @@ class MacSqlOutput(TypedDict, total=False):
     """Why the Selector's reply was not applied as given, when it was not."""
     usage: Annotated[Usage, merge_usage]
     """Per agent: calls, input and output tokens, latency."""
+    linking: dict[str, Any]
+    """What the linking stage did: `route` ('full', 'linked' or 'off'), `reason`, kept and
+    total column counts, the kept tables and columns (when cut), and the matched values."""
 
 
 class SqlState(TypedDict, total=False):
@@ -195,6 +200,8 @@ class SqlState(TypedDict, total=False):
     model_error: str
     refines: int
     decomposition: str
+    value_matches_text: str
+    """Stored values the linking stage matched, as `table.column = 'value'` lines."""
 
 
 class _Asked(TypedDict, total=False):

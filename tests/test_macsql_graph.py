@@ -49,6 +49,7 @@ def test_output_is_narrow(scripted) -> None:
         "selector_used",
         "selector_fallback",
         "usage",
+        "linking",
     }
     assert "schema" not in out and "candidate_sql" not in out
 
