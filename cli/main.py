@@ -1,4 +1,4 @@
-"""The `macsql` command: ask, eval, score, demo, graph."""
+"""The `macsql` command: ask, eval, score, link, index, demo, graph."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import NoReturn
 from macsql.cli.ask import add_ask_arguments, ask_main
 from macsql.cli.common import EXIT_USAGE, UsageError
 from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
+from macsql.cli.link import add_index_arguments, add_link_arguments, index_main, link_main
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -58,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
     add_score_arguments(sub.add_parser("score", help="score a predictions file"))
     handlers["eval"], handlers["score"] = eval_main, score_main
+
+    add_link_arguments(sub.add_parser("link", help="show what schema linking keeps (no model)"))
+    add_index_arguments(sub.add_parser("index", help="build or refresh a value index"))
+    handlers["link"], handlers["index"] = link_main, index_main
 
     demo = sub.add_parser("demo", help="write the demo database and print its path")
     demo.add_argument("path", nargs="?", default=None)

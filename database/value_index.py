@@ -72,11 +72,11 @@ def _indexable_columns(schema: SchemaInfo, table_name: str) -> list[str]:
     table = schema.table(table_name)
     if table is None:
         return []
-    keys = schema.key_columns(table.name)
     out = []
     for col in table.columns:
         kind = (col.type or "TEXT").upper()
-        if col.primary_key or col.name in keys or is_identifier_column(col.name):
+        # Text keys stay (a language, a country code); numeric ones fail the type test below.
+        if is_identifier_column(col.name):
             continue
         if _SKIPPED_NAME.search(col.name):
             continue

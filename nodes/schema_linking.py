@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+import weakref
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from macsql.database.schema import ColumnInfo, SchemaInfo, TableInfo
+from macsql.database.schema import SchemaInfo, TableInfo
 from macsql.database.value_index import ValueMatch, normalise
 from macsql.nodes.schema_render import render_column
 
@@ -32,6 +34,11 @@ we you they he she them his her our your my can could would should will shall ma
 also only just both either neither out up down about after before during
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_TIME_WORDS = frozenset(["year", "date", "time", "season", "dob", "birthday", "day"])
+_NAME_WORDS = frozenset(
+    {"name", "forename", "surname", "first", "last", "title", "display", "full", "nickname"}
+    | {"county", "city", "district", "country", "state", "region", "location", "place"}
+)
 MAX_NGRAM = 4
 TABLE_HEADER_CHARS = 16
 
@@ -108,10 +115,33 @@ class LinkBudget:
     max_values: int = 10
 
 
-def _column_text(table: TableInfo, col: ColumnInfo) -> tuple[set[str], set[str]]:
-    name = set(words(col.name)) | set(words(col.full_name))
-    described = set(words(col.description)) | set(words(col.value_description))
-    return name, described - _STOPWORDS
+_terms: dict[int, dict[tuple[str, str], tuple[set[str], set[str], str, str]]] = {}
+_terms_lock = threading.Lock()
+
+
+def _column_terms(schema: SchemaInfo) -> dict[tuple[str, str], tuple[set[str], set[str], str, str]]:
+    """Per column: its name words, its description words, and its names as flat phrases;
+    computed once per schema object, since a cached schema serves every question."""
+    key = id(schema)
+    with _terms_lock:
+        hit = _terms.get(key)
+    if hit is not None:
+        return hit
+    out = {}
+    for table in schema.tables:
+        for col in table.columns:
+            name = set(words(col.name)) | set(words(col.full_name))
+            described = set(words(col.description)) | set(words(col.value_description))
+            out[(table.name, col.name)] = (
+                name - _STOPWORDS,
+                described - _STOPWORDS,
+                " ".join(words(col.name)),
+                " ".join(words(col.full_name)),
+            )
+    with _terms_lock:
+        _terms[key] = out
+    weakref.finalize(schema, _terms.pop, key, None)
+    return out
 
 
 def rank_columns(
@@ -125,30 +155,59 @@ def rank_columns(
     asked = f"{question} {evidence}"
     asked_words = set(words(asked)) - _STOPWORDS
     asked_flat = " " + " ".join(words(asked)) + " "
-    evidence_flat = " " + normalise(evidence) + " "
+    evidence_flat = " " + " ".join(words(evidence)) + " "
     value_score: dict[tuple[str, str], float] = {}
     for m in values:
         key = (m.table, m.column)
         value_score[key] = max(value_score.get(key, 0.0), m.score)
     scores: dict[tuple[str, str], float] = {}
+    terms = _column_terms(schema)
+    join_columns = {(fk.table, fk.column) for fk in schema.foreign_keys} | {
+        (fk.ref_table, fk.ref_column) for fk in schema.foreign_keys
+    }
+    spread: dict[str, int] = {}
+    for _, _, flat_name, _ in terms.values():
+        spread[flat_name] = spread.get(flat_name, 0) + 1
+    qualified = {
+        (t.lower(), c.lower()) for t, c in re.findall(r"`?(\w+)`?\.`?(\w+)`?", evidence or "")
+    }
+    has_year = bool(re.search(r"\b(1[89]|20)\d\d\b", asked))
+    # A capitalised word inside a sentence names something stored in a name or place column.
+    proper_nouns = bool(re.search(r"(?<=[a-z,] )[A-Z][a-z]+", question))
     for table in schema.tables:
         table_words = set(words(table.name)) - _STOPWORDS
         table_score = len(table_words & asked_words) / len(table_words) if table_words else 0.0
         for col in table.columns:
-            name, described = _column_text(table, col)
-            content = name - _STOPWORDS
+            content, described, flat_name, flat_full = terms[(table.name, col.name)]
             score = 3.0 * (len(content & asked_words) / len(content) if content else 0.0)
-            for label in (col.name, col.full_name):
-                flat = " ".join(words(label))
-                if flat and len(flat) > 2 and f" {flat} " in asked_flat:
-                    score += 2.0
-                if label and normalise(label) and f" {normalise(label)} " in evidence_flat:
-                    score += 3.0  # BIRD's evidence names the column it means
+            if (table.name, col.name) in join_columns:
+                # "raceId" matching "race" says the question is about races, not that this
+                # join column is needed: it comes along with its table's join anyway.
+                score *= 0.3
+            if has_year and content & _TIME_WORDS:
+                score += 1.5
+            # A name many tables share ("name", "id") says less than a distinctive one.
+            weight = 1.0 if spread.get(flat_name, 0) <= 2 else 0.4
+            for flat in (flat_name, flat_full):
+                if len(flat) > 2 and f" {flat} " in asked_flat:
+                    score += 2.0 * weight
+                if len(flat) > 2 and f" {flat} " in evidence_flat:
+                    score += 3.0 * weight  # BIRD's evidence names the column it means
+            if (table.name.lower(), col.name.lower()) in qualified:
+                score += 5.0
             if described:
                 score += 1.5 * len(described & asked_words) / math.sqrt(len(described))
             score += 1.5 * table_score
             score += 4.0 * value_score.get((table.name, col.name), 0.0)
+            if proper_nouns and content & _NAME_WORDS:
+                score += 1.0  # "Lewis Hamilton" is stored in some name column
             scores[(table.name, col.name)] = round(score, 4)
+    # A column of a table the question is about is likelier needed (its keys, its names).
+    best: dict[str, float] = {}
+    for (table_name, _), score in scores.items():
+        best[table_name] = max(best.get(table_name, 0.0), score)
+    for key in scores:
+        scores[key] = round(scores[key] + 0.3 * best[key[0]], 4)
     if embeddings is not None:
         _add_embedding_scores(schema, asked, embeddings, scores)
     return scores
@@ -288,6 +347,11 @@ def link_schema(
                             additions[t] |= _primary_key(by_name[t])
                 if joins is None:
                     notes.append(f"{table_name} has no foreign-key path to the kept tables")
+                # Every key between the new table and the kept ones, not only the shortest path.
+                for other, col, other_col in adjacency.edges.get(table_name, []):
+                    if other in kept:
+                        additions[table_name].add(col)
+                        additions.setdefault(other, set()).add(other_col)
         additions = {
             t: {c for c in cs if c not in kept.get(t, set())} for t, cs in additions.items()
         }
