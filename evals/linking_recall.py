@@ -57,8 +57,8 @@ def gold_elements(sql: str, schema: SchemaInfo, dialect: str = "sqlite") -> Gold
         resolved = _resolve(column, aliases, query_tables, schema)
         if resolved is not None:
             out.columns.add(resolved)
-    for node in tree.find_all(exp.EQ, exp.NEQ, exp.Like, exp.ILike, exp.In):
-        for col, text, like in _compared_literals(node):
+    for comparison in tree.find_all(exp.EQ, exp.NEQ, exp.Like, exp.ILike, exp.In):
+        for col, text, like in _compared_literals(comparison):
             resolved = _resolve(col, aliases, query_tables, schema)
             if resolved is not None:
                 out.literals.append((*resolved, text, like))
@@ -78,7 +78,7 @@ def _resolve(
     return None
 
 
-def _compared_literals(node: exp.Expression) -> Iterable[tuple[exp.Column, str, bool]]:
+def _compared_literals(node: Any) -> Iterable[tuple[exp.Column, str, bool]]:
     like = isinstance(node, exp.Like | exp.ILike)
     if isinstance(node, exp.In):
         subject = node.this
