@@ -91,6 +91,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument(
+        "--link-only",
+        action="store_true",
+        help="no model: run only schema and value linking and report its recall",
+    )
+    parser.add_argument(
         "--concurrency",
         type=int,
         default=8,
@@ -177,6 +182,8 @@ def eval_main(args: argparse.Namespace) -> int:
         context_overrides=overrides,
         processes=max(1, args.processes),
     )
+    if args.link_only:
+        return _link_only(options, args.out)
     if not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
         try:
             check_models(options.context())  # the very Context the run will use
@@ -192,6 +199,20 @@ def eval_main(args: argparse.Namespace) -> int:
     levels = SPIDER_LEVELS if args.dataset == "spider" else BIRD_LEVELS
     print(summary_text(summary, levels))
     print(f"wall time {summary['wall_time_s']:.1f}s; results in {result.out_dir}")
+    return 0
+
+
+def _link_only(options: EvalOptions, out: str | None) -> int:
+    from macsql.evals.link_eval import link_summary_text, run_link_eval
+
+    options.out = out or str(Path("runs") / f"{options.dataset}-{options.split}-linking")
+    try:
+        result = run_link_eval(options)
+    except (DatasetError, TypeError, ContextError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(link_summary_text(result.summary))
+    print(f"records in {result.out_dir / 'linking.jsonl'}")
     return 0
 
 

@@ -11,7 +11,7 @@ from macsql.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     add_context_fields_argument,
-    build_context,
+    context_from_args,
     resolve_db_argument,
 )
 from macsql.database.connection import resolve_database
@@ -41,7 +41,7 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _load(args: argparse.Namespace) -> tuple[str, Context, Any]:
     db = resolve_db_argument(args.db)
-    context = build_context(args)
+    context = context_from_args(args)
     schema = load_schema(
         resolve_database(db),
         num_examples=context.num_value_examples,

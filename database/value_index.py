@@ -163,20 +163,25 @@ class ValueIndex:
         seen: set[str] = set()
         for phrase in phrases:
             norm = normalise(phrase)
-            if len(norm) < 3 or norm in seen:
+            if not norm or norm in seen:
                 continue
             seen.add(norm)
+            # A plural in the question ("cats") names a singular value ("cat").
+            forms = [norm, norm[:-1]] if len(norm) > 3 and norm.endswith("s") else [norm]
+            for form in forms:
+                exact = conn.execute(
+                    "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
+                    "JOIN columns c ON c.id = v.column_id WHERE v.norm = ?",
+                    (form,),
+                ).fetchall()
+                for column_id, value, tbl, col in exact:
+                    best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
+            if len(norm) < 3:
+                continue  # short codes ("CA", a quoted 'h') match only exactly
             probes = [norm]
             if len(norm) >= 6:
                 half = len(norm) // 2
                 probes += [norm[:half], norm[half:]]
-            exact = conn.execute(
-                "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
-                "JOIN columns c ON c.id = v.column_id WHERE v.norm = ?",
-                (norm,),
-            ).fetchall()
-            for column_id, value, tbl, col in exact:
-                best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
             for probe in probes:
                 if len(probe) < 3:
                     continue
@@ -194,6 +199,23 @@ class ValueIndex:
                     if key not in best or best[key].score < score:
                         best[key] = ValueMatch(tbl, col, value, round(score, 4), phrase)
         return sorted(best.values(), key=lambda m: (-m.score, len(m.value), m.table, m.column))
+
+    def small_columns(self, most: int = 3) -> dict[tuple[str, str], list[str]]:
+        """Columns holding at most `most` distinct values (flags such as 'T'/'F'), with them:
+        a question that names such a column means one of its values. Read once."""
+        cached = getattr(self, "_small", None)
+        if cached is None:
+            rows = self._conn().execute(
+                "SELECT c.tbl, c.col, v.value FROM vals v JOIN columns c ON c.id = v.column_id "
+                "WHERE v.column_id IN "
+                "(SELECT column_id FROM vals GROUP BY column_id HAVING count(*) <= ?)",
+                (most,),
+            )
+            cached = {}
+            for tbl, col, value in rows:
+                cached.setdefault((tbl, col), []).append(value)
+            self._small = cached
+        return cached
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -20,6 +20,7 @@ from macsql.nodes.r3_kshot import embeddings_named
 from macsql.nodes.schema_linking import (
     LinkBudget,
     LinkResult,
+    flag_values,
     link_schema,
     question_phrases,
     render_value_matches,
@@ -44,6 +45,7 @@ def run_linking(
                 timeout=context.query_timeout,
             )
             matches = index.lookup(question_phrases(question, evidence))
+            matches += flag_values(index.small_columns(), question, evidence)
         except Exception as exc:  # an unreadable table must not stop the question
             notes.append(f"value index unavailable: {type(exc).__name__}: {exc}")
     budget = LinkBudget(

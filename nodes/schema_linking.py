@@ -63,15 +63,32 @@ def question_phrases(question: str, evidence: str = "") -> list[str]:
     quoted strings first, then n-grams that neither start nor end with a stopword."""
     phrases: list[str] = []
     for text in (question, evidence):
-        phrases += re.findall(r"['\"`‘“]([^'\"`’”]{2,80})['\"`’”]", text or "")
+        phrases += re.findall(r"['\"`‘“]([^'\"`’”]{1,80})['\"`’”]", text or "")
         tokens = re.findall(r"[\w][\w.&'-]*", text or "")
         for n in range(1, MAX_NGRAM + 1):
             for i in range(len(tokens) - n + 1):
                 gram = tokens[i : i + n]
                 if gram[0].lower() in _STOPWORDS or gram[-1].lower() in _STOPWORDS:
                     continue
+                if n == 1 and len(gram[0]) < 2 and not gram[0].isupper():
+                    continue  # a lone letter is a stored code when quoted or a capital
                 phrases.append(" ".join(gram))
-    return list(dict.fromkeys(p.strip(" .'-") for p in phrases if len(p.strip(" .'-")) >= 2))
+    return list(dict.fromkeys(p.strip(" .'-") for p in phrases if p.strip(" .'-")))
+
+
+def flag_values(
+    small_columns: dict[tuple[str, str], list[str]], question: str, evidence: str = ""
+) -> list[ValueMatch]:
+    """The values of few-valued columns ('T'/'F') whose name the question uses ("official"
+    for IsOfficial): the question means one of them, though it never spells it."""
+    asked = set(words(f"{question} {evidence}")) - _STOPWORDS
+    out = []
+    for (table, column), values in small_columns.items():
+        named = (set(words(column)) - _STOPWORDS - {"is", "flag"}) & asked
+        if named:
+            phrase = " ".join(sorted(named))
+            out += [ValueMatch(table, column, v, 0.8, phrase) for v in values]
+    return out
 
 
 @dataclass
