@@ -249,7 +249,28 @@ SCALE_ROWS = 2500
 
 
 def _vocabulary(rng: random.Random, size: int) -> list[str]:
-    syllables = ["ka", "lo", "mi", "ra", "to", "ne", "su", "vi", "del", "mar", "san", "ber", "qu"]
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ra",
+        "to",
+        "ne",
+        "su",
+        "vi",
+        "del",
+        "mar",
+        "san",
+        "ber",
+        "qu",
+        "fo",
+        "pa",
+        "li",
+        "zo",
+        "re",
+        "tan",
+        "gu",
+    ]
     words = set()
     while len(words) < size:
         words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))).capitalize())
@@ -262,7 +283,7 @@ def generate_scale_db(path: Path) -> Path:
     if path.is_file():
         return path
     rng = random.Random(7)
-    vocab = _vocabulary(rng, 60000)
+    vocab = _vocabulary(rng, 30000)
     weights = [1.0 / (rank + 1) ** 1.1 for rank in range(len(vocab))]
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
