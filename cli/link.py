@@ -10,6 +10,7 @@ from typing import Any
 from macsql.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    UsageError,
     add_context_fields_argument,
     context_from_args,
     resolve_db_argument,
@@ -54,6 +55,8 @@ def _load(args: argparse.Namespace) -> tuple[str, Context, Any]:
 def link_main(args: argparse.Namespace) -> int:
     try:
         db, context, schema = _load(args)
+    except UsageError:
+        raise  # a missing database or a bad --set: exit 2 with one line
     except Exception as exc:
         print(f"macsql: error: cannot read the schema: {type(exc).__name__}: {exc}")
         return EXIT_FAILED
@@ -102,6 +105,8 @@ def index_main(args: argparse.Namespace) -> int:
             max_values=context.link_index_max_values,
             timeout=context.query_timeout,
         )
+    except UsageError:
+        raise
     except Exception as exc:
         print(f"macsql: error: cannot build the value index: {type(exc).__name__}: {exc}")
         return EXIT_FAILED

@@ -129,3 +129,20 @@ def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
     clear_value_indexes()
     index = open_value_index(db, load_schema(db))
     assert index.stats.rebuilt and ("city", "Kabul") in _found(index, "kabul")
+
+
+def test_macsql_index_builds_then_reads_then_refreshes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from macsql.cli.main import main
+
+    db = str(_db(tmp_path / "cli.sqlite"))
+    clear_value_indexes()
+    assert main(["index", "--db", db]) == 0
+    assert "value index built" in capsys.readouterr().out
+    clear_value_indexes()
+    assert main(["index", "--db", db]) == 0
+    assert "read (unchanged)" in capsys.readouterr().out
+    assert main(["index", "--db", db, "--refresh"]) == 0
+    assert "value index built" in capsys.readouterr().out
+    assert main(["index", "--db", str(tmp_path / "missing.sqlite")]) == 2
