@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import spider_db
+from conftest import spider_db, spider_eval_args
 
 from macsql.cli.main import main
 from macsql.database.connection import resolve_database
@@ -368,3 +368,27 @@ def test_macsql_link_command_prints_kept_columns_and_values(
     code = main(["link", "How many schools?", "--db", str(db)])
     text = capsys.readouterr().out
     assert code == 0 and "kept" in text and "of 28 columns" in text
+
+
+def test_eval_link_only_records_every_item_and_summarises_by_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "link-only"
+    code = main(
+        spider_eval_args(out, "--link-only", "--limit", "50", "--set", "link_max_columns=8")
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    records = [json.loads(line) for line in (out / "linking.jsonl").read_text().splitlines()]
+    assert len(records) == 50
+    first = records[0]
+    assert first["db_id"] == "concert_singer" and first["status"] == "ok"
+    assert first["gold_tables"] == ["singer"] and first["route"] == "linked"
+    assert len(first["kept_columns"]) <= 8
+    summary = json.loads((out / "linking_summary.json").read_text())
+    assert set(summary["by_database"]) == {r["db_id"] for r in records}
+    overall = summary["overall"]
+    assert overall["items"] == 50 and 0 < overall["columns_kept_share"] < 1
+    strict = sum(r["strict"] for r in records) / 50
+    assert overall["strict_recall"] == round(strict, 4)
+    assert "concert_singer" in printed and "strict recall" in printed
