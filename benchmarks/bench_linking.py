@@ -182,19 +182,24 @@ def bench_spider(data: Path) -> None:
 
 
 def _rapidfuzz_scan(values: list[tuple[str, str, str]], phrases: list[str]) -> list[ValueMatch]:
-    """The exhaustive alternative: every stored value scored against every phrase."""
-    from macsql.database.value_index import match_score
+    """The exhaustive alternative: every stored value scored against every phrase, with the
+    same exact forms and scoring as the index; only the candidate generation differs."""
+    from macsql.database.value_index import exact_forms, match_score
 
     out: list[ValueMatch] = []
     norms = [(t, c, v, normalise(v)) for t, c, v in values]
     for phrase in phrases:
         p = normalise(phrase)
-        if len(p) < 3:
+        if not p:
             continue
+        forms = set(exact_forms(p))
         for t, c, v, n in norms:
-            score = match_score(p, n)
-            if score >= 0.8:
-                out.append(ValueMatch(t, c, v, round(score, 4), phrase))
+            if n in forms:
+                out.append(ValueMatch(t, c, v, 1.0, phrase))
+            elif len(p) >= 3:
+                score = match_score(p, n)
+                if score >= 0.8:
+                    out.append(ValueMatch(t, c, v, round(score, 4), phrase))
     return out
 
 

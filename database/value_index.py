@@ -166,9 +166,7 @@ class ValueIndex:
             if not norm or norm in seen:
                 continue
             seen.add(norm)
-            # A plural in the question ("cats") names a singular value ("cat").
-            forms = [norm, norm[:-1]] if len(norm) > 3 and norm.endswith("s") else [norm]
-            for form in forms:
+            for form in exact_forms(norm):
                 exact = conn.execute(
                     "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
                     "JOIN columns c ON c.id = v.column_id WHERE v.norm = ?",
@@ -222,6 +220,12 @@ class ValueIndex:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def exact_forms(norm: str) -> list[str]:
+    """The stored forms a normalised phrase names exactly: itself, and the singular of a plural
+    ("cats" names "cat")."""
+    return [norm, norm[:-1]] if len(norm) > 3 and norm.endswith("s") else [norm]
 
 
 def match_score(phrase: str, value: str) -> float:

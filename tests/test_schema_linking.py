@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import spider_db, spider_eval_args
+from langchain_core.embeddings import Embeddings
 
 from macsql.cli.main import main
 from macsql.database.connection import resolve_database
@@ -392,3 +393,42 @@ def test_eval_link_only_records_every_item_and_summarises_by_database(
     strict = sum(r["strict"] for r in records) / 50
     assert overall["strict_recall"] == round(strict, 4)
     assert "concert_singer" in printed and "strict recall" in printed
+
+
+class _SynonymEmbeddings(Embeddings):
+    """Two dimensions: money words and place words (a stand-in for a real embedding model)."""
+
+    def _vector(self, text: str) -> list[float]:
+        lowered = text.lower()
+        return [
+            float(any(w in lowered for w in ("pay", "wage", "earn"))),
+            float(any(w in lowered for w in ("where", "town", "place"))),
+        ]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def test_embeddings_add_to_the_ranking(tmp_path: Path) -> None:
+    from macsql.nodes.r3_kshot import register_embeddings, unregister_embeddings
+    from macsql.nodes.schema_linker import run_linking
+
+    columns = ["id", *[f"attr_{i}" for i in range(12)], "remuneration"]
+    table = _table("staff", columns)
+    table.columns[-1].description = "yearly wage"
+    schema = SchemaInfo("s", "sqlite", [table], [])
+    question = "What do they earn?"
+    lexical = run_linking(
+        schema, "unused", question, "", Context(link_max_columns=3, link_max_values=0)
+    )
+    assert "remuneration" not in _kept(lexical.schema)["staff"]
+    register_embeddings("synonyms", _SynonymEmbeddings())
+    try:
+        context = Context(link_max_columns=3, link_max_values=0, link_embeddings="synonyms")
+        embedded = run_linking(schema, "unused", question, "", context)
+    finally:
+        unregister_embeddings("synonyms")
+    assert "remuneration" in _kept(embedded.schema)["staff"]
