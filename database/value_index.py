@@ -7,8 +7,9 @@ FTS5 trigram table, so that a lookup is a substring search on normalised text (l
 accents) followed by a fuzzy re-score. The choice of FTS5 trigram over an exhaustive fuzzy scan
 was made by measurement (README, "Schema and value linking").
 
-The build is bounded: at most `rows_per_table` rows are read per table, `values_per_column`
-distinct values kept per column and `max_values` per database. A SQLite database's index is
+The build is bounded: at most `rows_per_table` rows are read per table (TABLESAMPLE on a
+PostgreSQL table larger than that), and `max_values` values kept per database, shared out over
+its text columns (each keeps its most frequent values, at most `values_per_column`). A SQLite database's index is
 keyed like the schema cache (file, modification time, size) and rebuilt when the file changes;
 a server's index is built once and rebuilt only on an explicit refresh (`macsql index`).
 """
@@ -35,8 +36,9 @@ from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.schema import LONG_TEXT_CHARS, SchemaInfo, is_identifier_column
 
-INDEX_FORMAT_VERSION = 1
+INDEX_FORMAT_VERSION = 2
 MAX_VALUE_CHARS = 80
+MIN_VALUES_PER_COLUMN = 20
 _TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "NAME")
 _SKIPPED_NAME = re.compile(r"(url|uri|link|email|e_mail|phone|fax|password|hash|path)$", re.I)
 _URL_OR_MAIL = re.compile(r"^(https?|ftp)://|^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
@@ -340,21 +342,25 @@ def build_value_index(
     column_count = 0
     try:
         conn.executescript(_SCHEMA_SQL)
-        for table in schema.tables:
+        plan = [(t.name, _indexable_columns(schema, t.name)) for t in schema.tables]
+        # The database's cap is shared out over its columns, so a wide database keeps every
+        # column's most frequent values rather than all values of its first tables.
+        n_columns = sum(len(cols) for _, cols in plan) or 1
+        per_column = min(values_per_column, max(MIN_VALUES_PER_COLUMN, max_values // n_columns))
+        for table_name, columns in plan:
             if total >= max_values:
                 break
-            columns = _indexable_columns(schema, table.name)
             if not columns:
                 continue
-            rows = _read_rows(db, table.name, columns, rows_per_table, timeout)
+            rows = _read_rows(db, table_name, columns, rows_per_table, timeout)
             for position, column in enumerate(columns):
-                values = _column_values((r[position] for r in rows), values_per_column)
+                values = _column_values((r[position] for r in rows), per_column)
                 values = values[: max(0, max_values - total)]
                 if not values:
                     continue
                 column_count += 1
                 column_id = conn.execute(
-                    "INSERT INTO columns (tbl, col) VALUES (?, ?)", (table.name, column)
+                    "INSERT INTO columns (tbl, col) VALUES (?, ?)", (table_name, column)
                 ).lastrowid
                 first = total + 1
                 rows_in = [(first + i, column_id, v, normalise(v)) for i, v in enumerate(values)]
