@@ -49,7 +49,7 @@ from macsql.graph.context import Context
 from macsql.nodes.schema_linker import run_linking
 
 ROOT = Path(__file__).resolve().parents[1]
-BUDGETS = (20, 30, 40, 60, 80)
+BUDGETS = (20, 30, 40, 50, 60, 80)
 WORK = Path(tempfile.gettempdir()) / "macsql_bench_linking"
 
 

@@ -9,9 +9,10 @@ was made by measurement (README, "Schema and value linking").
 
 The build is bounded: at most `rows_per_table` rows are read per table (TABLESAMPLE on a
 PostgreSQL table larger than that), and `max_values` values kept per database, shared out over
-its text columns (each keeps its most frequent values, at most `values_per_column`). A SQLite database's index is
-keyed like the schema cache (file, modification time, size) and rebuilt when the file changes;
-a server's index is built once and rebuilt only on an explicit refresh (`macsql index`).
+its text columns (each keeps its most frequent values, at most `values_per_column`). A SQLite
+database's index is keyed like the schema cache (file, modification time, size) and rebuilt
+when the file changes; a server's index is built once and rebuilt only on an explicit refresh
+(`macsql index --refresh`).
 """
 
 from __future__ import annotations
