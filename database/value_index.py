@@ -37,7 +37,7 @@ from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.schema import LONG_TEXT_CHARS, SchemaInfo, is_identifier_column
 
-INDEX_FORMAT_VERSION = 2
+INDEX_FORMAT_VERSION = 3
 MAX_VALUE_CHARS = 80
 MIN_VALUES_PER_COLUMN = 20
 _TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "NAME")
@@ -135,7 +135,8 @@ def _read_rows(
 
 _SCHEMA_SQL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE columns (id INTEGER PRIMARY KEY, tbl TEXT, col TEXT);
+CREATE TABLE columns (id INTEGER PRIMARY KEY, tbl TEXT, col TEXT, first_id INTEGER,
+    n_values INTEGER);
 CREATE TABLE vals (id INTEGER PRIMARY KEY, column_id INTEGER, value TEXT, norm TEXT);
 CREATE VIRTUAL TABLE vals_fts USING fts5(norm, tokenize='trigram', content='', columnsize=0);
 """
@@ -164,6 +165,7 @@ class ValueIndex:
         best: dict[tuple[int, str], ValueMatch] = {}
         conn = self._conn()
         seen: set[str] = set()
+        probed: dict[str, list[tuple[int, str, str, str, str]]] = {}
         for phrase in phrases:
             norm = normalise(phrase)
             if not norm or norm in seen:
@@ -186,14 +188,16 @@ class ValueIndex:
             for probe in probes:
                 if len(probe) < 3:
                     continue
-                rows = conn.execute(
-                    "SELECT v.column_id, v.value, c.tbl, c.col FROM vals_fts "
-                    "JOIN vals v ON v.id = vals_fts.rowid JOIN columns c ON c.id = v.column_id "
-                    "WHERE vals_fts MATCH ? LIMIT ?",
-                    ('"' + probe.replace('"', '""') + '"', per_phrase),
-                ).fetchall()
-                for column_id, value, tbl, col in rows:
-                    score = match_score(norm, normalise(value))
+                if probe not in probed:  # n-grams share words: each substring is read once
+                    probed[probe] = conn.execute(
+                        "SELECT v.column_id, v.value, c.tbl, c.col, v.norm FROM vals_fts "
+                        "JOIN vals v ON v.id = vals_fts.rowid "
+                        "JOIN columns c ON c.id = v.column_id "
+                        "WHERE vals_fts MATCH ? LIMIT ?",
+                        ('"' + probe.replace('"', '""') + '"', per_phrase),
+                    ).fetchall()
+                for column_id, value, tbl, col, value_norm in probed[probe]:
+                    score = match_score(norm, value_norm)
                     if score < min_score:
                         continue
                     key = (column_id, value)
@@ -207,9 +211,9 @@ class ValueIndex:
         cached = getattr(self, "_small", None)
         if cached is None:
             rows = self._conn().execute(
-                "SELECT c.tbl, c.col, v.value FROM vals v JOIN columns c ON c.id = v.column_id "
-                "WHERE v.column_id IN "
-                "(SELECT column_id FROM vals GROUP BY column_id HAVING count(*) <= ?)",
+                "SELECT c.tbl, c.col, v.value FROM columns c JOIN vals v "
+                "ON v.id BETWEEN c.first_id AND c.first_id + c.n_values - 1 "
+                "WHERE c.n_values <= ?",
                 (most,),
             )
             cached = {}
@@ -239,7 +243,7 @@ def match_score(phrase: str, value: str) -> float:
     but at least 0.85; otherwise the fuzzy ratio over the best-aligned part (typos)."""
     if phrase == value:
         return 1.0
-    if re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", value):
+    if f" {phrase} " in f" {value} ":  # normalised: words are separated by one space
         return max(0.85, len(phrase) / len(value))
     whole = fuzz.ratio(phrase, value) / 100.0
     partial = fuzz.partial_ratio(phrase, value) / 100.0
@@ -360,10 +364,11 @@ def build_value_index(
                 if not values:
                     continue
                 column_count += 1
-                column_id = conn.execute(
-                    "INSERT INTO columns (tbl, col) VALUES (?, ?)", (table_name, column)
-                ).lastrowid
                 first = total + 1
+                column_id = conn.execute(
+                    "INSERT INTO columns (tbl, col, first_id, n_values) VALUES (?, ?, ?, ?)",
+                    (table_name, column, first, len(values)),
+                ).lastrowid
                 rows_in = [(first + i, column_id, v, normalise(v)) for i, v in enumerate(values)]
                 conn.executemany("INSERT INTO vals VALUES (?, ?, ?, ?)", rows_in)
                 conn.executemany(
