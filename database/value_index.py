@@ -174,8 +174,8 @@ class ValueIndex:
             for form in exact_forms(norm):
                 exact = conn.execute(
                     "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
-                    "JOIN columns c ON c.id = v.column_id WHERE v.norm = ?",
-                    (form,),
+                    "JOIN columns c ON c.id = v.column_id WHERE v.norm = ? LIMIT ?",
+                    (form, per_phrase),  # a common value may sit in thousands of columns
                 ).fetchall()
                 for column_id, value, tbl, col in exact:
                     best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
