@@ -113,7 +113,8 @@ def _read_rows(
     quote = get_engine(db).dialect.identifier_preparer.quote
     cols = ", ".join(quote(c) for c in columns)
     source = quote(table)
-    query = f"SELECT {cols} FROM {source} LIMIT {rows_per_table}"
+    plain = f"SELECT {cols} FROM {source} LIMIT {rows_per_table}"
+    query = plain
     if db.backend == "postgresql":
         # Bounded sampling on a server: a large table is read through TABLESAMPLE, so the cost
         # does not grow with the table (the same rule as value examples).
@@ -130,7 +131,12 @@ def _read_rows(
                 f"LIMIT {rows_per_table}"
             )
     result = execute_sql(db, query, timeout=timeout, max_rows=rows_per_table)
-    return list(result.rows) if result.outcome in (Outcome.OK, Outcome.EMPTY_RESULT) else []
+    rows = list(result.rows) if result.outcome in (Outcome.OK, Outcome.EMPTY_RESULT) else []
+    if query is not plain and len(rows) < rows_per_table // 2:
+        # SYSTEM sampling picks whole pages, and a small share of a small table can pick none.
+        result = execute_sql(db, plain, timeout=timeout, max_rows=rows_per_table)
+        rows = list(result.rows) if result.outcome in (Outcome.OK, Outcome.EMPTY_RESULT) else []
+    return rows
 
 
 _SCHEMA_SQL = """
