@@ -252,6 +252,8 @@ def match_score(phrase: str, value: str) -> float:
     if f" {phrase} " in f" {value} ":  # normalised: words are separated by one space
         return max(0.85, len(phrase) / len(value))
     whole = fuzz.ratio(phrase, value) / 100.0
+    if len(value) < len(phrase):
+        return whole  # a short value inside a long phrase ('c' in "math course") says nothing
     partial = fuzz.partial_ratio(phrase, value) / 100.0
     # A partial match inside a much longer value is weaker evidence than a whole match.
     coverage = min(1.0, len(phrase) / max(1, len(value)))

@@ -146,3 +146,10 @@ def test_macsql_index_builds_then_reads_then_refreshes(
     assert main(["index", "--db", db, "--refresh"]) == 0
     assert "value index built" in capsys.readouterr().out
     assert main(["index", "--db", str(tmp_path / "missing.sqlite")]) == 2
+
+
+def test_a_short_value_inside_a_long_phrase_is_no_match() -> None:
+    from macsql.database.value_index import match_score
+
+    assert match_score("math course described", "c") < 0.5
+    assert match_score("fresmo county", "fresno county office of education") >= 0.8
