@@ -245,6 +245,7 @@ def _add_embedding_scores(
             for c in t.columns
         ]
         _embedded[cache_key] = embeddings.embed_documents(docs)
+        weakref.finalize(schema, _embedded.pop, cache_key, None)
     query = embeddings.embed_query(asked)
     qn = math.sqrt(sum(x * x for x in query)) or 1.0
     for key, vector in zip(keys, _embedded[cache_key], strict=True):
