@@ -13,8 +13,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import MacSqlContext, context_of
+from macsql.graph.ending import with_answer
 from macsql.graph.routing import unless_fatal
 from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
+from macsql.nodes.conversation import contextualize_node
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.executor import execution_passed, executor_node
 from macsql.nodes.refiner import refiner_node
@@ -63,7 +65,9 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
     builder.add_node("decomposer", decomposer_node)
     builder.add_node("executor", executor_node)
     builder.add_node("refiner", refiner_node)
-    builder.add_edge(START, "load_schema")
+    builder.add_node("contextualize", contextualize_node)
+    builder.add_edge(START, "contextualize")
+    builder.add_edge("contextualize", "load_schema")
     builder.add_conditional_edges("load_schema", route_after_schema)
     builder.add_edge("selector", "decomposer")
     builder.add_conditional_edges("decomposer", route_candidate)
@@ -72,5 +76,5 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
     return builder
 
 
-builder = build_macsql_graph()
+builder = with_answer(build_macsql_graph())
 graph = builder.compile(name="macsql")

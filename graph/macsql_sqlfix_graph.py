@@ -15,9 +15,11 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 
 from macsql.graph.context import MacSqlSqlFixContext
-from macsql.graph.macsql_graph import graph as macsql_graph
-from macsql.graph.sqlfix_graph import graph as sqlfix_graph
+from macsql.graph.ending import with_answer
+from macsql.graph.macsql_graph import build_macsql_graph
+from macsql.graph.sqlfix_graph import build_sqlfix_graph
 from macsql.graph.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
+from macsql.nodes.conversation import contextualize_node
 
 
 def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "__end__"]:
@@ -33,13 +35,16 @@ def build_macsql_sqlfix_graph() -> StateGraph[
         input_schema=MacSqlInput,
         output_schema=SqlFixOutput,
     )
-    builder.add_node("macsql", macsql_graph)
-    builder.add_node("sqlfix", sqlfix_graph)
-    builder.add_edge(START, "macsql")
+    # The stages run without their own answer node: the answer, if any, is written last.
+    builder.add_node("macsql", build_macsql_graph().compile(name="macsql"))
+    builder.add_node("sqlfix", build_sqlfix_graph().compile(name="sqlfix"))
+    builder.add_node("contextualize", contextualize_node)
+    builder.add_edge(START, "contextualize")
+    builder.add_edge("contextualize", "macsql")
     builder.add_conditional_edges("macsql", route_after_macsql)
     builder.add_edge("sqlfix", END)
     return builder
 
 
-builder = build_macsql_sqlfix_graph()
+builder = with_answer(build_macsql_sqlfix_graph())
 graph = builder.compile(name="macsql+sqlfix")

@@ -21,8 +21,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import SqlFixContext, context_of
+from macsql.graph.ending import with_answer
 from macsql.graph.routing import unless_fatal
 from macsql.graph.state import SqlFixInput, SqlFixOutput, SqlFixState
+from macsql.nodes.conversation import contextualize_node
 from macsql.nodes.executor import executor_node
 from macsql.nodes.sqlfix_query_crafter import query_crafter_node
 from macsql.nodes.sqlfix_refiner import check_repair_node, repair_passed, sql_refiner_node
@@ -92,7 +94,9 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
     builder.add_node("query_crafter", query_crafter_node)
     builder.add_node("sql_refiner", sql_refiner_node)
     builder.add_node("check_repair", check_repair_node)
-    builder.add_edge(START, "load_schema")
+    builder.add_node("contextualize", contextualize_node)
+    builder.add_edge(START, "contextualize")
+    builder.add_edge("contextualize", "load_schema")
     builder.add_conditional_edges("load_schema", route_after_schema)
     builder.add_conditional_edges("sql_tool", route_after_sql_tool)
     builder.add_conditional_edges("executor", route_after_execution)
@@ -103,5 +107,5 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
     return builder
 
 
-builder = build_sqlfix_graph()
+builder = with_answer(build_sqlfix_graph())
 graph = builder.compile(name="sqlfix")

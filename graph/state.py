@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from pydantic import Field
 
 # pydantic (and so the LangGraph server's schemas) needs typing_extensions' TypedDict on 3.11.
@@ -101,6 +103,7 @@ class PromptKeys(TypedDict, total=False):
     schema_text: str
     """The schema as the agents see it (after the Selector, when it ran)."""
     foreign_keys_text: str
+    previous_sql: str
 
 
 class ReviewTask(PromptKeys, total=False):
@@ -117,6 +120,16 @@ class ChatTurn(TypedDict):
 
     role: Literal["user", "assistant"]
     content: str
+
+
+class ConversationTurn(TypedDict, total=False):
+    """One earlier question of a conversation, as `contextualize` shows it: never its rows."""
+
+    question: str
+    """The question as the user asked it."""
+    standalone_question: str
+    sql: str
+    outcome: str
 
 
 class FewShot(TypedDict):
@@ -149,6 +162,35 @@ class MacSqlInput(TypedDict):
             ),
         ]
     ]
+    messages: NotRequired[
+        Annotated[
+            list[AnyMessage],
+            add_messages,
+            Field(
+                description="Optional conversation (as a MessagesState parent holds it): earlier "
+                "human messages are earlier questions; when `question` is empty the last human "
+                "message is the question."
+            ),
+        ]
+    ]
+    turns: NotRequired[
+        Annotated[
+            list[ConversationTurn],
+            Field(
+                description="Optional earlier turns (question, standalone_question, sql, "
+                "outcome); on a thread with a checkpointer macsql keeps them itself."
+            ),
+        ]
+    ]
+    standalone_question: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="Set it equal to `question` when the question is already "
+                "standalone: the conversation is then not used to rewrite it."
+            ),
+        ]
+    ]
 
 
 class MacSqlOutput(TypedDict, total=False):
@@ -172,6 +214,11 @@ class MacSqlOutput(TypedDict, total=False):
     """Why the Selector's reply was not applied as given, when it was not."""
     usage: Annotated[Usage, merge_usage]
     """Per agent: calls, input and output tokens, latency."""
+    standalone_question: str
+    """The question the agents answered: the asked one, rewritten with the conversation when
+    there was one."""
+    answer: str
+    """A short answer in words (`Context.answer`)."""
 
 
 class SqlState(TypedDict, total=False):
@@ -204,6 +251,12 @@ class _Asked(TypedDict, total=False):
     question: str
     db: str
     evidence: str
+    messages: Annotated[list[AnyMessage], add_messages]
+    turns: list[ConversationTurn]
+    asked: str
+    """The question as the user asked it this run (`question` becomes the standalone one)."""
+    previous_sql: str
+    """The SQL of the previous turn, when the question builds on it (the writer sees it)."""
 
 
 class PipelineState(_Asked, MacSqlOutput, SqlState, total=False):
