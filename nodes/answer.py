@@ -22,7 +22,7 @@ def answer_wanted(state: PipelineState, context: BaseContext) -> bool:
 
 
 def preview_record(state: PipelineState, max_rows: int) -> ExecutionRecord:
-    """The output's result, cut to `max_rows` rows; `truncated` says when rows were left out."""
+    """The output's result, cut to `max_rows` rows."""
     rows = state.get("rows") or []
     return {
         "sql": state.get("sql") or "",
@@ -31,7 +31,8 @@ def preview_record(state: PipelineState, max_rows: int) -> ExecutionRecord:
         "columns": state.get("columns") or [],
         "rows": rows[:max_rows],
         "row_count": len(rows),
-        "truncated": bool(state.get("truncated")) or len(rows) > max_rows,
+        # The row cap cut the result itself; `row_count` beyond `rows` says the preview did.
+        "truncated": bool(state.get("truncated")),
     }
 
 
