@@ -1,4 +1,4 @@
-"""The `macsql` command: ask, eval, score, demo, graph."""
+"""The `macsql` command: ask, chat, eval, score, demo, graph."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from macsql.cli.ask import add_ask_arguments, ask_main
+from macsql.cli.chat import add_chat_arguments, chat_main
 from macsql.cli.common import EXIT_USAGE, UsageError
 from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
 
@@ -54,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer one question with a checked SQL query")
     add_ask_arguments(ask)
     handlers["ask"] = ask_main
+
+    chat = sub.add_parser("chat", help="a conversation with a database, resumable by thread")
+    add_chat_arguments(chat)
+    handlers["chat"] = chat_main
 
     add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
     add_score_arguments(sub.add_parser("score", help="score a predictions file"))
