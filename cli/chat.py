@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
+from contextlib import ExitStack
 from typing import Any
 
 from rich.console import Console
@@ -63,7 +64,12 @@ def chat_main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console = Console(highlight=False, soft_wrap=True)
     state_url = args.state_url or str(cache_root() / "chat.sqlite")
-    with open_persistence(state_url) as persistence:
+    with ExitStack() as stack:
+        try:
+            persistence = stack.enter_context(open_persistence(state_url))
+        except Exception as exc:  # an unreachable server, a bad URL, an unwritable file
+            print(f"macsql: error: cannot open the conversation state: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         graph = get_builder(args.pipeline).compile(
             checkpointer=persistence.checkpointer, store=persistence.store
         )

@@ -21,7 +21,7 @@ def server() -> Iterator[ScriptedOpenAIServer]:
         yield running
 
 
-def _command(server: ScriptedOpenAIServer, state: Path, *extra: str) -> list[str]:
+def _command(server: ScriptedOpenAIServer, state: Path | str, *extra: str) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -43,7 +43,7 @@ def _command(server: ScriptedOpenAIServer, state: Path, *extra: str) -> list[str
     ]
 
 
-def _chat(server: ScriptedOpenAIServer, state: Path, lines: list[str], *extra: str) -> str:
+def _chat(server: ScriptedOpenAIServer, state: Path | str, lines: list[str], *extra: str) -> str:
     done = subprocess.run(
         _command(server, state, *extra),
         input="\n".join(lines) + "\n",

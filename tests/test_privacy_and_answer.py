@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ FIXED_SQL = "SELECT holder FROM account"
 ANSWER = "There are two holders."
 
 
-def _respond(prompt: str) -> str:
+def respond_to_every_agent(prompt: str) -> str:
     if prompt.startswith(("You are the Decomposer", "You are the SQL writer")):
         return f"```sql\n{FIRST_SQL}\n```\nQuestion Solved."
     if prompt.startswith("You are the Refiner"):
@@ -47,13 +48,12 @@ def _respond(prompt: str) -> str:
 
 @pytest.fixture
 def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(_respond) as running:
+    with ScriptedOpenAIServer(respond_to_every_agent) as running:
         yield running
 
 
-@pytest.fixture(scope="module")
-def accounts(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("privacy") / "accounts.sqlite"
+def make_accounts_db(path: Path) -> str:
+    """A small database whose cells are sentinels no prompt template contains."""
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE account (id INTEGER PRIMARY KEY, holder TEXT, note TEXT)")
         db.executemany(
@@ -61,6 +61,11 @@ def accounts(tmp_path_factory: pytest.TempPathFactory) -> str:
             [(1, SENTINELS[0], None), (2, SENTINELS[1], "kept")],
         )
     return str(path)
+
+
+@pytest.fixture(scope="module")
+def accounts(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_accounts_db(tmp_path_factory.mktemp("privacy") / "accounts.sqlite")
 
 
 def _context(server: ScriptedOpenAIServer, **changes: Any) -> Context:
