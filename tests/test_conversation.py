@@ -175,3 +175,22 @@ def test_a_messages_state_parent_embeds_macsql_as_a_node(server: ScriptedOpenAIS
     assert len(second["messages"]) == 4
     (rewrite,) = _rewrites(server)
     assert ASKED[0] in rewrite
+
+
+def test_the_example_chat_assistant_follows_up_and_answers(server: ScriptedOpenAIServer) -> None:
+    from test_subgraph import example
+
+    assistant = example.chat_builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "example-chat"}}
+    context = _context(server, answer=True)
+    for question in ASKED[:2]:
+        result = assistant.invoke(
+            {"messages": [HumanMessage(question)], "db": CONCERT}, config, context=context
+        )
+    reply = result["messages"][-1]
+    assert reply.content == "The youngest singer from France is Tribal King."  # in words
+    assert reply.additional_kwargs["macsql"]["sql"] == SQL[STANDALONE[ASKED[1]][0]]
+    (rewrite,) = _rewrites(server)
+    assert ASKED[0] in rewrite and SQL[ASKED[0]] in rewrite
+    answer_prompts = [p for p in server.prompts if p.startswith("You turn the result")]
+    assert "Tribal King" in answer_prompts[-1]
