@@ -1,5 +1,8 @@
 """The MAC-SQL graph: load_schema → [selector] → decomposer → executor ⇄ refiner.
 
+Like every pipeline it starts with `contextualize` (a follow-up question made standalone, see
+`macsql.nodes.conversation`) and, with `Context.answer`, ends with `answer` (`graph.ending`).
+
 `builder` is the uncompiled StateGraph, for hosts that compile with their own checkpointer or
 store; `graph` is compiled without one, for LangGraph Studio and the server (which supply
 persistence themselves).

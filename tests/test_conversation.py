@@ -76,14 +76,27 @@ def _check_three_turns(outputs: list[dict[str, Any]], server: ScriptedOpenAIServ
     assert SQL[ASKED[0]] not in writers[1]
 
 
-def test_without_history_no_model_call_is_added(server: ScriptedOpenAIServer) -> None:
-    out = get_pipeline("macsql").invoke(
+# The model calls of one question with no history, under `_context`'s bounds.
+CALLS_WITHOUT_HISTORY = {
+    "macsql": {"decomposer": 1},
+    "sqlfix": {"decomposer": 1, "reviewer": 1},
+    "r3": {"writer": 1},
+    "macsql+sqlfix": {"decomposer": 1, "reviewer": 1},
+}
+
+
+@pytest.mark.parametrize("pipeline", list(CALLS_WITHOUT_HISTORY))
+def test_without_history_no_model_call_is_added(
+    pipeline: str, server: ScriptedOpenAIServer
+) -> None:
+    out = get_pipeline(pipeline).invoke(
         {"question": ASKED[0], "db": CONCERT}, context=_context(server)
     )
     assert out["rows"] == ROWS[0]
     assert out["standalone_question"] == ASKED[0]
-    assert server.requests == 1  # the Decomposer's only
-    assert set(out["usage"]) == {"decomposer"}
+    calls = {agent: int(entry["calls"]) for agent, entry in out["usage"].items()}
+    assert calls == CALLS_WITHOUT_HISTORY[pipeline]
+    assert server.requests == sum(calls.values())
 
 
 def test_three_turns_on_a_checkpointed_thread(server: ScriptedOpenAIServer) -> None:
@@ -194,3 +207,18 @@ def test_the_example_chat_assistant_follows_up_and_answers(server: ScriptedOpenA
     assert ASKED[0] in rewrite and SQL[ASKED[0]] in rewrite
     answer_prompts = [p for p in server.prompts if p.startswith("You turn the result")]
     assert "Tribal King" in answer_prompts[-1]
+
+
+def test_a_caller_may_pass_the_earlier_turns_itself(server: ScriptedOpenAIServer) -> None:
+    out = get_pipeline("macsql").invoke(
+        {
+            "question": ASKED[1],
+            "db": CONCERT,
+            "turns": [{"question": ASKED[0], "sql": SQL[ASKED[0]], "outcome": "ok"}],
+        },
+        context=_context(server),
+    )
+    assert out["standalone_question"] == STANDALONE[ASKED[1]][0]
+    assert out["rows"] == ROWS[1]
+    (rewrite,) = _rewrites(server)
+    assert SQL[ASKED[0]] in rewrite
