@@ -3,11 +3,11 @@
     contextualize → macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → [answer]
 
 Both stages are the registered graphs (without their own `answer` node), embedded as subgraphs
-through their narrow input and output schemas: macsql's output key `sql` is sqlfix's input key `sql`. When macsql
-ends with no SQL at all (the model unreachable, or no reply with SQL), there is nothing to review
-and the run ends there. The output is sqlfix's; `usage` adds up both stages' model calls.
-A follow-up question is made standalone once, here; the stages get it with `standalone_question`
-equal to `question` and do not rewrite it again.
+through their narrow input and output schemas: macsql's output key `sql` is sqlfix's input key
+`sql`. When macsql ends with no SQL at all (the model unreachable, or no reply with SQL), there is
+nothing to review and the run ends there. The output is sqlfix's; `usage` adds up both stages'
+model calls. A follow-up question is made standalone once, here; the stages get it with
+`standalone_question` equal to `question` and do not rewrite it again.
 """
 
 from __future__ import annotations
