@@ -191,6 +191,15 @@ class MacSqlInput(TypedDict):
             ),
         ]
     ]
+    previous_sql: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="The SQL a standalone `question` builds on (e.g. 'same, but per "
+                "month'), shown to the agents as context."
+            ),
+        ]
+    ]
 
 
 class MacSqlOutput(TypedDict, total=False):

@@ -94,9 +94,10 @@ def contextualize_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipe
     previous = finished_turn(state)
     if previous is not None:
         turns.append(previous)
+    turns = turns[-context.history_turns :]  # only these are ever shown
     from_messages, latest = split_messages(list(state.get("messages") or []))
     question = (state.get("question") or "").strip() or latest.strip()
-    history = (turns or from_messages)[-context.history_turns :]
+    history = turns or from_messages[-context.history_turns :]
     update: PipelineState = {
         "asked": question,
         "question": question,
@@ -107,6 +108,8 @@ def contextualize_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipe
         "usage": cast(Usage, Overwrite({})),
     }
     already_standalone = state.get("standalone_question") == question and previous is None
+    if already_standalone:  # rewritten by the caller (or an enclosing graph), with its context
+        update["previous_sql"] = state.get("previous_sql") or ""
     if not history or not question or already_standalone:
         return update
     emit(runtime, Agent.CONTEXTUALIZER, "start", turns=len(history))

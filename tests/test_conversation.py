@@ -222,3 +222,27 @@ def test_a_caller_may_pass_the_earlier_turns_itself(server: ScriptedOpenAIServer
     assert out["rows"] == ROWS[1]
     (rewrite,) = _rewrites(server)
     assert SQL[ASKED[0]] in rewrite
+
+
+@pytest.mark.parametrize("pipeline", ["sqlfix", "r3", "macsql+sqlfix"])
+def test_a_follow_up_on_the_previous_sql_shows_it_to_every_pipelines_writer(
+    pipeline: str, server: ScriptedOpenAIServer
+) -> None:
+    youngest = STANDALONE[ASKED[1]][0]
+    history: list[AnyMessage] = [
+        HumanMessage(ASKED[0]),
+        AIMessage("", additional_kwargs={"macsql": {"sql": SQL[ASKED[0]]}}),
+        HumanMessage(ASKED[1]),
+        AIMessage(f"```sql\n{SQL[youngest]}\n```"),  # SQL in a fence is read too
+        HumanMessage(ASKED[2]),
+    ]
+    out = get_pipeline(pipeline).invoke(
+        {"messages": history, "db": CONCERT}, context=_context(server)
+    )
+    assert out["rows"] == ROWS[2]
+    writers = [
+        p
+        for p in server.prompts
+        if p.startswith(("You are the Decomposer", "You are the SQL writer"))
+    ]
+    assert writers and all(SQL[youngest] in p for p in writers)

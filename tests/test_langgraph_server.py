@@ -207,6 +207,7 @@ def test_schemas_show_input_output_and_documented_context(client: Any) -> None:
         "messages",
         "turns",
         "standalone_question",
+        "previous_sql",
     }
     assert set(input_schema["required"]) == {"question", "db"}
     assert {"sql", "status", "rows", "usage", "attempts"} <= set(output_schema["properties"])
