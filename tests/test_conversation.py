@@ -246,3 +246,21 @@ def test_a_follow_up_on_the_previous_sql_shows_it_to_every_pipelines_writer(
         if p.startswith(("You are the Decomposer", "You are the SQL writer"))
     ]
     assert writers and all(SQL[youngest] in p for p in writers)
+
+
+def test_an_unreachable_rewriter_leaves_the_question_as_asked(tmp_path: Any) -> None:
+    def failing_rewriter(prompt: str) -> str | int:
+        return 503 if prompt.startswith(REWRITER) else respond(prompt)
+
+    with ScriptedOpenAIServer(failing_rewriter) as server:
+        out = get_pipeline("macsql").invoke(
+            {
+                "question": ASKED[0],
+                "db": CONCERT,
+                "turns": [{"question": "How many singers are there?", "sql": "SELECT 1"}],
+            },
+            context=_context(server, model_max_retries=0),
+        )
+    assert out["standalone_question"] == ASKED[0]
+    assert out["status"] == "ok" and out["rows"] == ROWS[0]
+    assert out["usage"]["contextualizer"]["calls"] == 1
