@@ -1,4 +1,4 @@
-"""The `macsql` command: ask, eval, score, link, index, demo, graph."""
+"""The `macsql` command: ask, chat, eval, score, export-sft, link, index, demo, graph."""
 
 from __future__ import annotations
 
@@ -58,6 +58,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer one question with a checked SQL query")
     add_ask_arguments(ask)
     handlers["ask"] = ask_main
+
+    chat = sub.add_parser("chat", help="a conversation with a database, resumable by thread")
+    if command == "chat":
+        from macsql.cli.chat import add_chat_arguments, chat_main
+
+        add_chat_arguments(chat)
+        handlers["chat"] = chat_main
 
     evals = sub.add_parser("eval", help="run a pipeline over Spider or BIRD")
     score = sub.add_parser("score", help="score a predictions file")

@@ -15,6 +15,11 @@ the macsql graph as one of its nodes. Two ways are shown:
     message to macsql's input and only macsql's output back into an AI message. The parent
     state then needs none of macsql's keys.
 
+(c) `build_chat_assistant`: a small chat assistant. macsql reads the whole conversation from
+    `messages`, so a follow-up ("and in 2019?") is rewritten into a standalone question first,
+    and with `Context(answer=True)` it answers in words; the reply keeps the SQL in the AI
+    message's `additional_kwargs["macsql"]`, where the next follow-up finds it.
+
 Either way the run's `context=` (a `macsql.graph.context.Context`) reaches macsql's agents,
 and a checkpointer given to the parent also persists macsql's state (so `approve_sql`
 interrupts inside macsql pause and resume the parent). Stream with `subgraphs=True` to see
@@ -184,10 +189,56 @@ def build_wrapper_assistant() -> StateGraph:
     return builder
 
 
+# --------------------------------------------------------------------------- (c) a chat assistant
+
+
+class ChatAssistantState(TypedDict):
+    """A MessagesState-style chat: macsql reads the conversation itself from `messages` (the
+    newest human message is the question, earlier ones make follow-ups standalone), and writes
+    back the output keys declared here, including the answer in words."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    db: str
+    sql: NotRequired[str]
+    status: NotRequired[str]
+    error: NotRequired[str | None]
+    columns: NotRequired[list[str]]
+    rows: NotRequired[list[list[Any]]]
+    truncated: NotRequired[bool]
+    answer: NotRequired[str]
+    usage: NotRequired[Annotated[Usage, merge_usage]]
+
+
+def chat_reply(state: ChatAssistantState) -> dict[str, Any]:
+    """The answer in words (`Context.answer`), or the table; the SQL rides along in
+    `additional_kwargs["macsql"]`, where the next turn's follow-up rewriting finds it."""
+    text = state.get("answer") or answer_text(dict(state))
+    meta = {"macsql": {"sql": state.get("sql") or ""}}
+    return {"messages": [AIMessage(text, name="macsql", additional_kwargs=meta)]}
+
+
+def build_chat_assistant() -> StateGraph:
+    """(c) The macsql graph as a node of a chat whose only input is the conversation."""
+    builder: Any = StateGraph(
+        ChatAssistantState,
+        context_schema=Context,
+        input_schema=ChatInput,
+        output_schema=ChatOutput,
+    )
+    builder.add_node("macsql", macsql_graph)
+    builder.add_node("reply", chat_reply)
+    builder.add_edge(START, "macsql")
+    builder.add_edge("macsql", "reply")
+    builder.add_edge("reply", END)
+    return builder
+
+
 direct_builder = build_direct_assistant()
 wrapper_builder = build_wrapper_assistant()
 direct_assistant = direct_builder.compile(name="assistant_direct")
 wrapper_assistant = wrapper_builder.compile(name="assistant_wrapper")
+chat_builder = build_chat_assistant()
+chat_assistant = chat_builder.compile(name="assistant_chat")
 
 
 # --------------------------------------------------------------------------- demo
@@ -205,19 +256,36 @@ def _demo(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=None, help="e.g. openai:gpt-4o-mini (default scripted)")
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--wrapper", action="store_true", help="use way (b), the wrapper node")
+    parser.add_argument(
+        "--chat",
+        action="store_true",
+        help="way (c): a conversation, one question per line of stdin, answered in words",
+    )
     args = parser.parse_args(argv)
 
-    scripted = ScriptedChatModel(
-        responder=lambda _prompt: (
+    def scripted_reply(prompt: str) -> str:
+        if prompt.startswith("You help a text-to-SQL system follow a conversation"):
+            newest = prompt.split("Newest message:", 1)[1].splitlines()[0].strip()
+            return f"Question: {newest}\nBuilds on the previous SQL: no"
+        if prompt.startswith("You turn the result of a database query"):
+            return "Here is what the database says (a scripted answer)."
+        return (
             "```sql\nSELECT genre, COUNT(*) AS books FROM book GROUP BY genre ORDER BY genre\n```"
         )
-    )
+
+    scripted = ScriptedChatModel(responder=scripted_reply)
     with registered_chat_model("scripted-demo", scripted):
-        context = Context(model=args.model or "scripted-demo", base_url=args.base_url)
+        context = Context(
+            model=args.model or "scripted-demo", base_url=args.base_url, answer=args.chat
+        )
+        db = str(ensure_demo_database())
+        if args.chat:
+            _chat_demo(context, db)
+            return
         builder = wrapper_builder if args.wrapper else direct_builder
         assistant = builder.compile(checkpointer=InMemorySaver())
         config = {"configurable": {"thread_id": "demo"}}
-        payload = {"messages": [HumanMessage(args.question)], "db": str(ensure_demo_database())}
+        payload = {"messages": [HumanMessage(args.question)], "db": db}
         for namespace, mode, chunk in assistant.stream(
             payload, config, context=context, stream_mode=["custom", "updates"], subgraphs=True
         ):
@@ -227,6 +295,23 @@ def _demo(argv: list[str] | None = None) -> None:
             else:
                 print(f"  [{where}] update from {', '.join(chunk)}")
         print(assistant.get_state(config).values["messages"][-1].content)
+
+
+def _chat_demo(context: Context, db: str) -> None:
+    """One thread; each line of stdin is the next message of the conversation."""
+    import sys
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    assistant = chat_builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "chat-demo"}}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        result = assistant.invoke(
+            {"messages": [HumanMessage(line.strip())], "db": db}, config, context=context
+        )
+        print(f"you: {line.strip()}\nassistant: {result['messages'][-1].content}")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ class Agent(StrEnum):
     SQL_REFINER = "sql_refiner"
     WRITER = "writer"
     PERSONA = "persona"
+    CONTEXTUALIZER = "contextualizer"
+    """Rewrites a follow-up question into a standalone one, from the conversation."""
+    ANSWER = "answer"
+    """Writes the answer in words (`Context.answer`)."""
 
     @property
     def model_field(self) -> str:
@@ -230,6 +234,35 @@ class BaseContext:
             "ranking only."
         ),
     )
+    send_rows_to_model: bool = field(
+        default=True,
+        metadata=_doc(
+            "Show result cells to the agents (as the papers do). When off, prompts show a "
+            "result's outcome and shape (columns, row count, types) only; value examples in "
+            "the schema are governed by `num_value_examples`."
+        ),
+    )
+    answer: bool = field(
+        default=False,
+        metadata=_doc(
+            "Write a short answer in words from the question, the SQL and a preview of the rows "
+            "(output key `answer`); one more model call."
+        ),
+    )
+    answer_preview_rows: int = field(
+        default=20,
+        metadata=_doc("Most result rows the answer is written from.", minimum=1),
+    )
+    history_turns: int = field(
+        default=6,
+        metadata=_doc(
+            "Most earlier turns of a conversation shown when a follow-up question is rewritten "
+            "into a standalone one.",
+            minimum=1,
+        ),
+    )
+    contextualizer_model: str | None = _model_override("follow-up question rewriter")
+    answer_model: str | None = _model_override("answer writer")
 
     def __post_init__(self) -> None:
         for f in fields(self):

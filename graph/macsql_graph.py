@@ -1,5 +1,8 @@
 """The MAC-SQL graph: load_schema → link_schema → [selector] → decomposer → executor ⇄ refiner.
 
+Like every pipeline it starts with `contextualize` (a follow-up question made standalone, see
+`macsql.nodes.conversation`) and, with `Context.answer`, ends with `answer` (`graph.ending`).
+
 `builder` is the uncompiled StateGraph, for hosts that compile with their own checkpointer or
 store; `graph` is compiled without one, for LangGraph Studio and the server (which supply
 persistence themselves).
@@ -13,8 +16,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import MacSqlContext, context_of
+from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
+from macsql.nodes.conversation import contextualize_node
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.executor import execution_passed, executor_node
 from macsql.nodes.refiner import refiner_node
@@ -65,7 +70,9 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
     builder.add_node("decomposer", decomposer_node)
     builder.add_node("executor", executor_node)
     builder.add_node("refiner", refiner_node)
-    builder.add_edge(START, "load_schema")
+    builder.add_node("contextualize", contextualize_node)
+    builder.add_edge(START, "contextualize")
+    builder.add_edge("contextualize", "load_schema")
     builder.add_conditional_edges("load_schema", to_linking)
     builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_edge("selector", "decomposer")
@@ -75,5 +82,5 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
     return builder
 
 
-builder = build_macsql_graph()
+builder = with_answer(build_macsql_graph())
 graph = builder.compile(name="macsql")

@@ -1,11 +1,13 @@
 """SQLFixAgent as a repair stage after MAC-SQL: `macsql` writes the SQL, `sqlfix` checks it.
 
-    macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → done
+    contextualize → macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → [answer]
 
-Both stages are the registered graphs themselves, embedded as subgraphs through their narrow
-input and output schemas: macsql's output key `sql` is sqlfix's input key `sql`. When macsql
-ends with no SQL at all (the model unreachable, or no reply with SQL), there is nothing to review
-and the run ends there. The output is sqlfix's; `usage` adds up both stages' model calls.
+Both stages are the registered graphs (without their own `answer` node), embedded as subgraphs
+through their narrow input and output schemas: macsql's output key `sql` is sqlfix's input key
+`sql`. When macsql ends with no SQL at all (the model unreachable, or no reply with SQL), there is
+nothing to review and the run ends there. The output is sqlfix's; `usage` adds up both stages'
+model calls. A follow-up question is made standalone once, here; the stages get it with
+`standalone_question` equal to `question` and do not rewrite it again.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 
 from macsql.graph.context import MacSqlSqlFixContext
-from macsql.graph.macsql_graph import graph as macsql_graph
-from macsql.graph.sqlfix_graph import graph as sqlfix_graph
+from macsql.graph.ending import with_answer
+from macsql.graph.macsql_graph import build_macsql_graph
+from macsql.graph.sqlfix_graph import build_sqlfix_graph
 from macsql.graph.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
+from macsql.nodes.conversation import contextualize_node
 
 
 def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "__end__"]:
@@ -33,13 +37,16 @@ def build_macsql_sqlfix_graph() -> StateGraph[
         input_schema=MacSqlInput,
         output_schema=SqlFixOutput,
     )
-    builder.add_node("macsql", macsql_graph)
-    builder.add_node("sqlfix", sqlfix_graph)
-    builder.add_edge(START, "macsql")
+    # The stages run without their own answer node: the answer, if any, is written last.
+    builder.add_node("macsql", build_macsql_graph().compile(name="macsql"))
+    builder.add_node("sqlfix", build_sqlfix_graph().compile(name="sqlfix"))
+    builder.add_node("contextualize", contextualize_node)
+    builder.add_edge(START, "contextualize")
+    builder.add_edge("contextualize", "macsql")
     builder.add_conditional_edges("macsql", route_after_macsql)
     builder.add_edge("sqlfix", END)
     return builder
 
 
-builder = build_macsql_sqlfix_graph()
+builder = with_answer(build_macsql_sqlfix_graph())
 graph = builder.compile(name="macsql+sqlfix")

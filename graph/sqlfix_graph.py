@@ -21,8 +21,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import SqlFixContext, context_of
+from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import SqlFixInput, SqlFixOutput, SqlFixState
+from macsql.nodes.conversation import contextualize_node
 from macsql.nodes.executor import executor_node
 from macsql.nodes.schema_linker import link_schema_node
 from macsql.nodes.sqlfix_query_crafter import query_crafter_node
@@ -94,7 +96,9 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
     builder.add_node("query_crafter", query_crafter_node)
     builder.add_node("sql_refiner", sql_refiner_node)
     builder.add_node("check_repair", check_repair_node)
-    builder.add_edge(START, "load_schema")
+    builder.add_node("contextualize", contextualize_node)
+    builder.add_edge(START, "contextualize")
+    builder.add_edge("contextualize", "load_schema")
     builder.add_conditional_edges("load_schema", to_linking)
     builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_conditional_edges("sql_tool", route_after_sql_tool)
@@ -106,5 +110,5 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
     return builder
 
 
-builder = build_sqlfix_graph()
+builder = with_answer(build_sqlfix_graph())
 graph = builder.compile(name="sqlfix")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from pydantic import Field
 
 # pydantic (and so the LangGraph server's schemas) needs typing_extensions' TypedDict on 3.11.
@@ -119,6 +121,7 @@ class PromptKeys(TypedDict, total=False):
     foreign_keys_text: str
     value_matches_text: str
     """Stored values the linking stage matched, as `table.column = 'value'` lines."""
+    previous_sql: str
 
 
 class ReviewTask(PromptKeys, total=False):
@@ -135,6 +138,16 @@ class ChatTurn(TypedDict):
 
     role: Literal["user", "assistant"]
     content: str
+
+
+class ConversationTurn(TypedDict, total=False):
+    """One earlier question of a conversation, as `contextualize` shows it: never its rows."""
+
+    question: str
+    """The question as the user asked it."""
+    standalone_question: str
+    sql: str
+    outcome: str
 
 
 class FewShot(TypedDict):
@@ -167,6 +180,44 @@ class MacSqlInput(TypedDict):
             ),
         ]
     ]
+    messages: NotRequired[
+        Annotated[
+            list[AnyMessage],
+            add_messages,
+            Field(
+                description="Optional conversation (as a MessagesState parent holds it): earlier "
+                "human messages are earlier questions; when `question` is empty the last human "
+                "message is the question."
+            ),
+        ]
+    ]
+    turns: NotRequired[
+        Annotated[
+            list[ConversationTurn],
+            Field(
+                description="Optional earlier turns (question, standalone_question, sql, "
+                "outcome); on a thread with a checkpointer macsql keeps them itself."
+            ),
+        ]
+    ]
+    standalone_question: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="Set it equal to `question` when the question is already "
+                "standalone: the conversation is then not used to rewrite it."
+            ),
+        ]
+    ]
+    previous_sql: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="The SQL a standalone `question` builds on (e.g. 'same, but per "
+                "month'), shown to the agents as context."
+            ),
+        ]
+    ]
 
 
 class MacSqlOutput(TypedDict, total=False):
@@ -196,6 +247,11 @@ class MacSqlOutput(TypedDict, total=False):
     linking: dict[str, Any]
     """What the linking stage did: `route` ('full', 'linked' or 'off'), `reason`, kept and
     total column counts, the kept tables and columns (when cut), and the matched values."""
+    standalone_question: str
+    """The question the agents answered: the asked one, rewritten with the conversation when
+    there was one."""
+    answer: str
+    """A short answer in words (`Context.answer`)."""
 
 
 class SqlState(TypedDict, total=False):
@@ -232,6 +288,12 @@ class _Asked(TypedDict, total=False):
     question: str
     db: str
     evidence: str
+    messages: Annotated[list[AnyMessage], add_messages]
+    turns: list[ConversationTurn]
+    asked: str
+    """The question as the user asked it this run (`question` becomes the standalone one)."""
+    previous_sql: str
+    """The SQL of the previous turn, when the question builds on it (the writer sees it)."""
 
 
 class PipelineState(_Asked, MacSqlOutput, SqlState, total=False):

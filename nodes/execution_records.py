@@ -16,8 +16,14 @@ def ran(record: ExecutionRecord | Candidate | None) -> bool:
         return False
 
 
-def render_result(record: ExecutionRecord | Candidate | None, max_rows: int = PREVIEW_ROWS) -> str:
-    """An execution record as agents read it: a small table, or what went wrong."""
+def render_result(
+    record: ExecutionRecord | Candidate | None,
+    max_rows: int = PREVIEW_ROWS,
+    *,
+    cells: bool = True,
+) -> str:
+    """An execution record as agents read it: a small table, or what went wrong. With `cells`
+    off (`Context.send_rows_to_model`), only its shape: columns, row count and value types."""
     record = record or {}
     outcome = record.get("outcome", "not run")
     if not ran(record):
@@ -29,6 +35,8 @@ def render_result(record: ExecutionRecord | Candidate | None, max_rows: int = PR
     columns = [str(c) for c in record.get("columns") or []] or [
         f"col{i + 1}" for i in range(len(rows[0]))
     ]
+    if not cells:
+        return result_shape(record, columns)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows[:max_rows]:
         lines.append("| " + " | ".join("NULL" if v is None else str(v) for v in row) + " |")
@@ -38,3 +46,29 @@ def render_result(record: ExecutionRecord | Candidate | None, max_rows: int = PR
     if outcome == Outcome.NULL_RESULT:
         note += "; the result contains NULL values"
     return note + "\n" + "\n".join(lines)
+
+
+def result_shape(record: ExecutionRecord | Candidate, columns: list[str]) -> str:
+    """A result without its values: row count, columns with their types, NULLs present."""
+    rows = record.get("rows") or []
+    more = "+" if record.get("truncated") else ""
+    described = []
+    for index, name in enumerate(columns):
+        kinds = sorted({_kind(row[index]) for row in rows if index < len(row)} - {"NULL"})
+        described.append(f"{name} ({'/'.join(kinds) or 'NULL'})")
+    note = f"{record.get('row_count', len(rows))}{more} row(s); columns: " + ", ".join(described)
+    if record.get("outcome") == Outcome.NULL_RESULT:
+        note += "; the result contains NULL values"
+    return note + " (values are not shown)"
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "real"
+    return "text"

@@ -37,11 +37,18 @@ def prompt_inputs(state: PromptKeys, context: BaseContext) -> dict[str, str]:
     if matched:
         # Inside the schema block, so every agent that reads the schema sees the stored values.
         schema = f"{schema}\n{VALUES_HEADING}\n{matched}"
+    question = (state.get("question") or "").strip()
+    previous_sql = (state.get("previous_sql") or "").strip()
+    if previous_sql:  # a follow-up such as "same but per month" builds on the last answer
+        question += (
+            "\n(This follows up an earlier question of the same conversation, which was "
+            f"answered with this SQL; build on it:\n```sql\n{previous_sql}\n```)"
+        )
     return {
         "db_id": state.get("db_name", ""),
         "schema": schema,
         "foreign_keys": state.get("foreign_keys_text", "") or "(none)",
-        "question": (state.get("question") or "").strip(),
+        "question": question,
         "evidence": evidence or "(none)",
         "dialect": dialect_name(dialect),
         "quote_hint": _QUOTE_HINTS.get(dialect, "Quote names that contain spaces or symbols."),

@@ -116,7 +116,9 @@ def reviewer_node(task: ReviewTask, runtime: Runtime[R3Context]) -> R3State:
         "r3_reviewer",
         **prompt_inputs(task, context),
         sql=record.get("sql") or "",
-        result=render_result(record, max_rows=min(context.max_rows, 20)),
+        result=render_result(
+            record, max_rows=min(context.max_rows, 20), cells=context.send_rows_to_model
+        ),
     )
     system = render_prompt("r3_reviewer_system", persona=persona).strip()
     reply = call_agent(context, Agent.REVIEWER, prompt, system=system)

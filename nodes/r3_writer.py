@@ -195,6 +195,7 @@ def format_reviews(reviews: list[ReviewerComment]) -> str:
 
 def writer_revise_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """H ← H + r; y'' = LLM(H); H ← H + y''. Same SQL as reviewed (normalised): consensus."""
+    context = context_of(runtime, R3Context)
     reviewed = state.get("last_execution") or {}
     turn = state.get("review_turns", 0) + 1
     reviews = [r for r in round_reviews(state) if r.get("comment")]
@@ -205,7 +206,7 @@ def writer_revise_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         return {**model_failure(message), "review_turns": turn}
     feedback = render_prompt(
         "r3_writer_revise",
-        result=render_result(reviewed),
+        result=render_result(reviewed, cells=context.send_rows_to_model),
         count=len(reviews),
         reviews=format_reviews(reviews),
     )

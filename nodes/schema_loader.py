@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.connection_errors import describe_database_error
 from macsql.database.schema import load_schema
 from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
-from macsql.graph.state import Fallback, PipelineState, Usage
+from macsql.graph.state import PipelineState
 from macsql.nodes.events import emit
 from macsql.nodes.schema_render import rendered_schema
 
@@ -66,9 +63,6 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
         "foreign_keys_text": foreign_keys_text,
         "selector_used": False,
         "selector_fallback": None,
-        # A thread that answers a second question starts its usage again, past the reducer.
-        "usage": cast(Usage, Overwrite({})),
-        "fallbacks": cast(list[Fallback], Overwrite([])),
         "attempts": 0,
         "refines": 0,
         "tries": [],

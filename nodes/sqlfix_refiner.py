@@ -51,7 +51,7 @@ def format_repairs(repairs: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def format_candidates(candidates: list[Candidate]) -> str:
+def format_candidates(candidates: list[Candidate], *, cells: bool = True) -> str:
     if not candidates:
         return (
             "(none: no candidate query executed, so write the corrected query yourself "
@@ -63,7 +63,7 @@ def format_candidates(candidates: list[Candidate]) -> str:
         wordings = "; ".join(c.get("paraphrases") or [])
         blocks.append(
             f"Candidate {i}{note}, written for: {wordings}\n```sql\n{c['sql']}\n```\n"
-            f"Result: {render_result(c)}"
+            f"Result: {render_result(c, cells=cells)}"
         )
     return "\n\n".join(blocks)
 
@@ -126,10 +126,14 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
         "sqlfix_refiner",
         **prompt_inputs(state, context),
         original_sql=original or "(no SQL was written)",
-        original_result=render_result(first_try) if first_try else "(not executed)",
+        original_result=(
+            render_result(first_try, cells=context.send_rows_to_model)
+            if first_try
+            else "(not executed)"
+        ),
         review_reason=review.get("reason") or "(no reason given)",
         similar_repairs=format_repairs(repairs),
-        candidates=format_candidates(candidates),
+        candidates=format_candidates(candidates, cells=context.send_rows_to_model),
         failure_memory=format_failures(failures),
     )
     written = write_sql(

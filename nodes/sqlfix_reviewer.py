@@ -70,7 +70,10 @@ def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
         return {"review": review, "original_sql": sql}
     emit(runtime, AGENT, "start", sql=sql)
     prompt = render_prompt(
-        "sqlfix_reviewer", **prompt_inputs(state, context), sql=sql, result=render_result(record)
+        "sqlfix_reviewer",
+        **prompt_inputs(state, context),
+        sql=sql,
+        result=render_result(record, cells=context.send_rows_to_model),
     )
     reply = call_agent(context, AGENT, prompt, schema=ReviewAnswer)
     fallbacks: list[Fallback] = reply_fallbacks(runtime, AGENT, reply)

@@ -200,7 +200,16 @@ def test_schemas_show_input_output_and_documented_context(client: Any) -> None:
     assert input_schema is not None, "the server could not build the input schema"
     assert output_schema is not None, "the server could not build the output schema"
     assert {"question", "db"} <= set(input_schema["required"])
-    assert set(input_schema["properties"]) == {"question", "db", "evidence"}
+    assert set(input_schema["properties"]) == {
+        "question",
+        "db",
+        "evidence",
+        "messages",
+        "turns",
+        "standalone_question",
+        "previous_sql",
+    }
+    assert set(input_schema["required"]) == {"question", "db"}
     assert {"sql", "status", "rows", "usage", "attempts"} <= set(output_schema["properties"])
     assert "schema_text" not in output_schema["properties"]
     assert "candidate_sql" not in output_schema["properties"]
@@ -246,7 +255,15 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
     updates = [p.data for p in parts if p.event == "updates"]
     events = [p.data for p in parts if p.event == "custom"]
     nodes = [next(iter(u)) for u in updates]
-    assert nodes == ["load_schema", "link_schema", "decomposer", "executor", "refiner", "executor"]
+    assert nodes == [
+        "contextualize",
+        "load_schema",
+        "link_schema",
+        "decomposer",
+        "executor",
+        "refiner",
+        "executor",
+    ]
 
     executor_done = [e for e in events if e["agent"] == "executor" and e["phase"] == "done"]
     assert [(e["attempt"], e["outcome"]) for e in executor_done] == [

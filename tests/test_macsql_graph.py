@@ -51,8 +51,10 @@ def test_output_is_narrow(scripted) -> None:
         "usage",
         "fallbacks",
         "linking",
+        "standalone_question",
     }
     assert "schema" not in out and "candidate_sql" not in out
+    assert "turns" not in out and "asked" not in out and "answer" not in out
 
 
 def test_refiner_gets_the_error_and_its_class(scripted) -> None:
@@ -286,6 +288,8 @@ def test_a_thread_answering_two_questions_counts_each_ones_usage(scripted) -> No
         [
             sql_reply("SELECT nme FROM singer"),
             "```sql\nSELECT Name FROM singer\n```",
+            # On a thread the second question has history: it is first made standalone.
+            "Question: q2\nBuilds on the previous SQL: no",
             sql_reply("SELECT count(*) FROM singer"),
         ]
     )
@@ -295,7 +299,7 @@ def test_a_thread_answering_two_questions_counts_each_ones_usage(scripted) -> No
     second = threaded.invoke({"question": "q2", "db": CONCERT}, config, context=context)
     assert first["usage"]["decomposer"]["calls"] == 1 and first["usage"]["refiner"]["calls"] == 1
     assert second["attempts"] == 1 and second["rows"] == [[6]]
-    assert set(second["usage"]) == {"decomposer"}
+    assert set(second["usage"]) == {"contextualizer", "decomposer"}
     assert second["usage"]["decomposer"]["calls"] == 1
 
 

@@ -339,8 +339,9 @@ def test_a_run_over_an_evaluation_set_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "dev-run"
-    responder = SpiderResponder()
-    with ScriptedOpenAIServer(responder) as server:
+    dev = json.loads((SPIDER / "dev.json").read_text())[:3]
+    responder = SpiderResponder("macsql", dev)
+    with ScriptedOpenAIServer(responder.by_agent()) as server:
         args = spider_eval_args(
             out, "--limit", "3", "--traces", "--model", "openai:scripted",
             "--base-url", server.base_url, "--api-key", "k",
@@ -408,12 +409,12 @@ def test_a_run_without_traces_is_a_clear_error(
 def test_sqlfix_and_r3_runs_export_their_agents(
     tmp_path: Path, pipeline: str, agents: set[str], dropped: dict[str, int]
 ) -> None:
-    responder = SpiderResponder()  # plays every agent, answering with the gold SQL
+    responder = SpiderResponder(pipeline)  # plays every agent, answering with the gold SQL
     items = _train()[:10]
     responder.gold = {item["question"]: item["query"] for item in items}
     responder.flagged = {item["question"] for item in items[::2]}  # SQLFixAgent repairs these
     out = tmp_path / pipeline
-    with ScriptedOpenAIServer(responder) as server:
+    with ScriptedOpenAIServer(responder.by_agent()) as server:
         assert main(_eval_args(out, server, "--pipeline", pipeline, limit=10)) == 0
     assert responder.unknown == []
     traced = [c for t in _lines(out / "traces.jsonl") for c in t["calls"] if c.get("agent")]

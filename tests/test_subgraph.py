@@ -47,7 +47,18 @@ def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MACSQL_CACHE_DIR", str(tmp_path / "cache"))
 
 
-_responder = wrong_then_fixed(WRONG_SQL, FIXED_SQL)
+_sql_responder = wrong_then_fixed(WRONG_SQL, FIXED_SQL)
+REWRITER = "You help a text-to-SQL system follow a conversation"
+
+
+def _rewrite(prompt: str) -> str:
+    """The follow-up rewriter's reply, which keeps the newest message."""
+    newest = prompt.split("Newest message:", 1)[1].splitlines()[0].strip()
+    return f"Question: {newest}\nBuilds on the previous SQL: no"
+
+
+# MAC-SQL's replies, and the follow-up rewriter's.
+_responder = {**_sql_responder, Agent.CONTEXTUALIZER: _rewrite}
 
 
 @pytest.fixture
@@ -78,7 +89,7 @@ def _compile(way: str, checkpointer: Any = None) -> Any:
 def test_direct_parent_shares_macsql_input_keys_and_only_output_keys() -> None:
     state_keys = set(example.DirectAssistantState.__annotations__)
     # The parent provides every key macsql reads ...
-    assert set(MacSqlInput.__annotations__) <= state_keys
+    assert {"question", "db", "evidence"} <= state_keys
     # ... and nothing else of macsql's apart from output keys.
     assert state_keys - {"messages"} <= set(MacSqlInput.__annotations__) | set(
         MacSqlOutput.__annotations__
@@ -123,7 +134,11 @@ def test_direct_parent_gets_output_only_and_no_duplicates_over_two_turns(
     assert usage["decomposer"]["calls"] == 2
     assert usage["refiner"]["calls"] == 2
     assert usage["decomposer"]["input_tokens"] == 2 * values["usage"]["decomposer"]["input_tokens"]
-    assert len(model.prompts) == 4
+    # The second question came with the conversation, so it was first made standalone.
+    assert len(model.prompts) == 5
+    assert model.prompts[2].startswith(REWRITER)
+    assert "How many singers do we have?" in model.prompts[2]
+    assert usage["contextualizer"]["calls"] == 1
 
 
 def test_wrapper_maps_last_message_in_and_only_output_back(model: ScriptedChatModel) -> None:
@@ -168,6 +183,7 @@ def test_streams_macsql_events_with_subgraphs_true(way: str, model: ScriptedChat
     assert all(ns[0].split(":")[0] == SUBGRAPH_NODE[way] for ns, _, _ in inner)
     inner_nodes = [next(iter(chunk)) for _, mode, chunk in inner if mode == "updates"]
     assert inner_nodes == [
+        "contextualize",
         "load_schema",
         "link_schema",
         "decomposer",

@@ -1,0 +1,67 @@
+"""A last step that only some runs take: every way a graph ends goes through it when asked.
+
+`end_through(builder, node, wanted)` wraps each route of `builder` that can end the run: where
+the route says END and `wanted(state, context)` holds, the run goes to `node` (which then ends
+it) instead. Runs that do not want it end exactly as before: no extra step.
+"""
+
+# No `from __future__ import annotations`: LangGraph reads the wrapper's parameter types at run
+# time to decide whether to pass it `config` and `runtime`.
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from macsql.graph.context import BaseContext, context_of
+from macsql.nodes.answer import answer_node, answer_wanted
+
+
+def end_through(builder: Any, node: str, wanted: Callable[[Any, BaseContext], bool]) -> Any:
+    """`builder`, with `node` (already added) taken instead of END when `wanted`."""
+    for source, branches in list(builder.branches.items()):
+        for name, spec in list(branches.items()):
+            ends = dict(spec.ends or {})
+            if END not in ends.values():
+                continue
+            del branches[name]
+            _add_route(builder, source, _rerouted(spec.path, node, wanted, name), ends, node)
+            # The router reads the state keys its own annotation named, not the wrapper's.
+            new_name = f"{name}_or_{node}"
+            branches[new_name] = branches[new_name]._replace(input_schema=spec.input_schema)
+    for source, target in list(builder.edges):
+        if target == END and source != node:
+            builder.edges.remove((source, target))
+            _add_route(builder, source, _rerouted(None, node, wanted, source), {END: END}, node)
+    builder.add_edge(node, END)
+    return builder
+
+
+def _add_route(
+    builder: Any, source: str, route: Callable[..., Any], ends: dict[Any, str], node: str
+) -> None:
+    builder.add_conditional_edges(source, route, {**ends, node: node})
+
+
+def _rerouted(
+    path: Any, node: str, wanted: Callable[[Any, BaseContext], bool], name: str
+) -> Callable[..., Any]:
+    def route(state: Any, config: RunnableConfig, runtime: Runtime) -> Any:
+        result = END if path is None else path.invoke(state, config)
+        if result == END and wanted(state, context_of(runtime, BaseContext)):
+            return node
+        return result
+
+    route.__name__ = f"{name}_or_{node}"
+    # The router it wraps, for inspection (not `__wrapped__`: LangGraph would then read that
+    # router's parameters and stop passing `config` and `runtime` to this one).
+    route.original = getattr(path, "func", None)  # type: ignore[attr-defined]
+    return route
+
+
+def with_answer(builder: Any) -> Any:
+    """`builder` with the `answer` node, which runs last when `Context.answer` is on."""
+    builder.add_node("answer", answer_node)
+    return end_through(builder, "answer", answer_wanted)

@@ -1,0 +1,102 @@
+"""`macsql chat` driven through stdin, in real processes, against the scripted model server."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conversation_script import ASKED, CONCERT, REWRITER, SQL, STANDALONE, respond
+
+from macsql.tools.scripted import ScriptedOpenAIServer
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(respond) as running:
+        yield running
+
+
+def _command(server: ScriptedOpenAIServer, state: Path | str, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "macsql.cli.main",
+        "chat",
+        "--db",
+        CONCERT,
+        "--model",
+        "openai:scripted",
+        "--base-url",
+        server.base_url,
+        "--api-key",
+        "test-key",
+        "--dataset-style",
+        "spider",
+        "--state-url",
+        str(state),
+        *extra,
+    ]
+
+
+def _chat(server: ScriptedOpenAIServer, state: Path | str, lines: list[str], *extra: str) -> str:
+    done = subprocess.run(
+        _command(server, state, *extra),
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout
+
+
+def test_chat_answers_follow_ups_and_its_commands(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    out = _chat(
+        server, tmp_path / "chat.sqlite", [ASKED[0], ASKED[1], "/sql", "/rows", "/reset", "/sql"]
+    )
+    youngest = STANDALONE[ASKED[1]][0]
+    assert f"(understood as: {youngest})" in out
+    assert "The youngest singer from France is Tribal King." in out  # the answer in words
+    after_sql = out.split("you> ")[3]  # what /sql printed
+    assert SQL[youngest] in after_sql
+    assert "Tribal King" in out.split("you> ")[4]  # /rows: the last rows
+    assert "new thread" in out.split("you> ")[5]
+    assert "(no SQL yet)" in out.split("you> ")[6]  # the new thread has no history
+
+
+def test_a_thread_resumes_in_a_new_process(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    state = tmp_path / "chat.sqlite"
+    _chat(server, state, [ASKED[0]], "--thread", "resumed", "--no-answer")
+    assert server.requests == 1
+    out = _chat(server, state, ["/sql", ASKED[1]], "--thread", "resumed", "--no-answer")
+    assert SQL[ASKED[0]] in out.split("you> ")[1]  # the first process's SQL, read back
+    assert f"(understood as: {STANDALONE[ASKED[1]][0]})" in out
+    (rewrite,) = [p for p in server.prompts if p.startswith(REWRITER)]
+    assert ASKED[0] in rewrite and SQL[ASKED[0]] in rewrite
+
+
+def test_ctrl_c_and_end_of_input_exit_cleanly(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    assert "thread" in _chat(server, tmp_path / "eof.sqlite", [])
+    chat = subprocess.Popen(
+        _command(server, tmp_path / "sigint.sqlite"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert chat.stdout is not None
+    first = chat.stdout.readline()  # the banner: the loop is waiting for input
+    assert "thread" in first
+    time.sleep(0.2)
+    chat.send_signal(signal.SIGINT)
+    _, err = chat.communicate(timeout=60)
+    assert chat.returncode == 0, err
+    assert "Traceback" not in err
