@@ -31,6 +31,9 @@ def _demo_main(args: argparse.Namespace) -> int:
     return 0
 
 
+_LOAD_COMMANDS = ("load", "load-postgres")
+
+
 def _load_postgres_main(args: argparse.Namespace) -> int:
     from macsql.database.postgres_loader import main_load
 
@@ -69,13 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("path", nargs="?", default=None)
     handlers["demo"] = _demo_main
 
-    load = sub.add_parser(
-        "load-postgres",
-        help="copy SQLite databases (Spider's by default) into PostgreSQL",
-        add_help=False,
-    )
-    load.add_argument("loader_args", nargs=argparse.REMAINDER)
-    handlers["load-postgres"] = _load_postgres_main
+    for name in _LOAD_COMMANDS:
+        load = sub.add_parser(
+            name,
+            help="copy SQLite databases (Spider's by default) into PostgreSQL or DuckDB (--to URL)"
+            if name == "load"
+            else "alias of `load`",
+            add_help=False,
+        )
+        load.add_argument("loader_args", nargs=argparse.REMAINDER)
+        handlers[name] = _load_postgres_main
 
     draw = sub.add_parser("graph", help="print a pipeline's graph as Mermaid")
     draw.add_argument("--pipeline", default="macsql")
@@ -87,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["load-postgres"]:  # the loader owns its options, --help included
+    if argv[:1] and argv[0] in _LOAD_COMMANDS:  # the loader owns its options, --help included
         return _load_postgres_main(argparse.Namespace(loader_args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.duckdb_backend import run_duckdb
 from macsql.database.guard import check_statement, forbidden_function_reason
 from macsql.graph.state import ExecutionRecord
 
@@ -121,6 +122,10 @@ def execute_sql(
                 result = _run_sqlite(conn, sql, timeout, max_rows)
             elif db.backend == "postgresql":
                 result = _run_postgres(conn, sql, timeout, max_rows)
+            elif db.backend == "duckdb":
+                result = ExecutionResult(
+                    sql, Outcome.OK, *run_duckdb(conn, sql, timeout, max_rows, _fetch)
+                )
             else:
                 result = _run_generic(conn, sql, max_rows)
     except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
@@ -264,6 +269,10 @@ _REFUSED_MARKERS = (
     "readonly database",
     "read-only transaction",
     "25006",
+    "read-only mode",  # DuckDB: a file opened read_only
+    "disabled by configuration",  # DuckDB: external access disabled
+    "disabled through configuration",
+    "configuration has been locked",
 )
 
 

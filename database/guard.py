@@ -38,6 +38,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from macsql.database.dialect_refusals import dialect_command_reason, dialect_function_reason
+
 MAX_SQL_CHARS = 100_000
 """Longer statements are refused before parsing: no real query is this long."""
 
@@ -461,8 +463,13 @@ def _first_word(tokens: list[Token]) -> str:
     return token.text.upper() if token is not None else ""
 
 
-def _command_verdict(word: str) -> GuardVerdict:
+def _command_verdict(word: str, dialect: str = "") -> GuardVerdict:
     shown = word if len(word) <= 40 else word[:40] + "..."
+    dialect_reason = dialect_command_reason(word, dialect)
+    if dialect_reason is not None:
+        return _refuse(
+            GuardKind.FORBIDDEN_COMMAND, f"Rejected: {shown} {dialect_reason}. {_ONLY_SELECT}."
+        )
     command = _COMMANDS.get(word)
     if command is None:
         # No SQL statement of any dialect we know starts like this: most likely a typo.
@@ -551,7 +558,7 @@ def _verdict(sql: str, dialect: str) -> GuardVerdict:
     if first is None:
         return _refuse(GuardKind.SYNTAX, "SQL syntax error: only parentheses, no query.")
     if first.token_type not in _QUERY_STARTS_BY_DIALECT.get(dialect, _QUERY_STARTS):
-        return _command_verdict(first.text.upper())
+        return _command_verdict(first.text.upper(), dialect)
     for token in tokens:  # all of them: a comment after the final ';' counts too
         for comment in token.comments:
             if comment.lstrip().startswith(_EXECUTABLE_COMMENT):
@@ -596,8 +603,10 @@ def _check_tree(root: exp.Expression, dialect: str) -> GuardVerdict:
             return _nested_verdict(node)
         if isinstance(node, exp.Func):
             for name in _function_names(node):
-                why = forbidden_function_reason(name) or _DIALECT_FUNCTIONS.get(dialect, {}).get(
-                    name.lower()
+                why = (
+                    forbidden_function_reason(name)
+                    or _DIALECT_FUNCTIONS.get(dialect, {}).get(name.lower())
+                    or dialect_function_reason(name, dialect)
                 )
                 if why is not None:
                     return _refuse(
