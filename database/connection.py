@@ -23,6 +23,7 @@ from sqlalchemy.exc import ArgumentError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.database.drivers import check_driver, normalise_url
 from macsql.database.duckdb_backend import duckdb_engine, duckdb_path
+from macsql.database.mysql_backend import mysql_engine
 
 
 class DatabaseNotFoundError(ValueError):
@@ -178,6 +179,8 @@ def _server_engine(ref: DatabaseRef) -> Engine:
         )
     if ref.backend == "duckdb":
         return duckdb_engine(ref.url)
+    if ref.backend in ("mysql", "mariadb"):
+        return mysql_engine(ref.url)
     return create_engine(ref.url, pool_pre_ping=True)
 
 

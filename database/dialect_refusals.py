@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 _FILES = "reads or writes files or URLs"
 _SERVER = "controls the database (checkpoints, settings, secrets)"
@@ -43,6 +44,19 @@ DIALECT_COMMANDS: dict[str, dict[str, str]] = {
         "CHANGE": "changes replication",
         "RESET": "resets server state",
         "XA": "controls transactions",
+        "CHECK": "is not a query",
+        "CHECKSUM": "is not a query",
+        "REPAIR": "rewrites tables",
+        "LOCK TABLES": "locks tables",
+        "UNLOCK TABLES": "unlocks tables",
+    },
+}
+
+# Words that make any statement a write, wherever they stand (outside strings and quoted names).
+DIALECT_WORDS: dict[str, dict[str, str]] = {
+    "mysql": {
+        "OUTFILE": "SELECT ... INTO OUTFILE writes a file on the server",
+        "DUMPFILE": "SELECT ... INTO DUMPFILE writes a file on the server",
     },
 }
 
@@ -94,3 +108,11 @@ def dialect_function_reason(name: str, dialect: str) -> str | None:
         if pattern.search(lowered):
             return why
     return None
+
+
+def dialect_word_reason(words: Iterable[str], dialect: str) -> str | None:
+    """What a statement containing one of `words` (bare words, upper case) does, if refused."""
+    table = DIALECT_WORDS.get(dialect)
+    if not table:
+        return None
+    return next((table[word] for word in words if word in table), None)

@@ -55,7 +55,7 @@ def duckdb_target(to: str, db_id: str) -> Path:
     return Path(path_text).expanduser() / f"{db_id}.duckdb"
 
 
-def _key_holds(conn: sqlite3.Connection, plan: TablePlan) -> bool:
+def key_holds(conn: sqlite3.Connection, plan: TablePlan) -> bool:
     by_name = {c.name: c.source for c in plan.columns}
     cols = [_sqlite_quote(by_name[name]) for name in plan.primary_key]
     table = _sqlite_quote(plan.source)
@@ -76,7 +76,7 @@ def _create_table(
         for c in plan.columns
     ]
     if plan.primary_key:
-        if _key_holds(source, plan):
+        if key_holds(source, plan):
             parts.append(f"PRIMARY KEY ({', '.join(quote_ident(c) for c in plan.primary_key)})")
             report.primary_keys += 1
         else:

@@ -26,9 +26,13 @@ from sqlalchemy.engine import Connection
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.duckdb_backend import run_duckdb
 from macsql.database.guard import check_statement, forbidden_function_reason
+from macsql.database.mysql_backend import run_mysql
 from macsql.graph.state import ExecutionRecord
 
 FETCH_BATCH = 1000
+
+# Backends whose read-only session, timeout and streamed fetch live in their own module.
+_BACKEND_RUNNERS = {"duckdb": run_duckdb, "mysql": run_mysql, "mariadb": run_mysql}
 
 
 class Outcome(StrEnum):
@@ -122,9 +126,10 @@ def execute_sql(
                 result = _run_sqlite(conn, sql, timeout, max_rows)
             elif db.backend == "postgresql":
                 result = _run_postgres(conn, sql, timeout, max_rows)
-            elif db.backend == "duckdb":
+            elif db.backend in _BACKEND_RUNNERS:
+                run = _BACKEND_RUNNERS[db.backend]
                 result = ExecutionResult(
-                    sql, Outcome.OK, *run_duckdb(conn, sql, timeout, max_rows, _fetch)
+                    sql, Outcome.OK, *run(conn, sql, timeout, max_rows, _fetch)
                 )
             else:
                 result = _run_generic(conn, sql, max_rows)
@@ -250,6 +255,7 @@ _SYNTAX_MARKERS = (
     "unrecognized token",
     "unterminated",
     "42601",
+    "error in your sql syntax",  # MySQL/MariaDB 1064
 )
 _UNKNOWN_MARKERS = (
     "no such table",
@@ -259,6 +265,9 @@ _UNKNOWN_MARKERS = (
     "42703",
     "no such function",
     "42883",
+    "doesn't exist",  # MySQL/MariaDB 1146
+    "unknown column",  # MySQL/MariaDB 1054
+    "does not exist",
 )
 _TIMEOUT_MARKERS = ("interrupted", "statement timeout", "canceling statement", "57014")
 # The engine's own read-only layer refused the statement (SQLite's authorizer or read-only
@@ -273,6 +282,8 @@ _REFUSED_MARKERS = (
     "disabled by configuration",  # DuckDB: external access disabled
     "disabled through configuration",
     "configuration has been locked",
+    "read only transaction",  # MySQL/MariaDB 1792
+    "1792",
 )
 
 

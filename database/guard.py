@@ -38,7 +38,11 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from macsql.database.dialect_refusals import dialect_command_reason, dialect_function_reason
+from macsql.database.dialect_refusals import (
+    dialect_command_reason,
+    dialect_function_reason,
+    dialect_word_reason,
+)
 
 MAX_SQL_CHARS = 100_000
 """Longer statements are refused before parsing: no real query is this long."""
@@ -568,6 +572,10 @@ def _verdict(sql: str, dialect: str) -> GuardVerdict:
                     "(an executable comment). Remove the comment.",
                 )
 
+    bare = (t.text.upper() for t in statement if t.token_type not in _QUOTED_TOKENS)
+    word_reason = dialect_word_reason(bare, dialect)
+    if word_reason is not None:
+        return _refuse(GuardKind.WRITE, f"Rejected: {word_reason}. {_ONLY_SELECT}.")
     try:
         parsed = dialect_obj.parser().parse(statement, sql)
     except ParseError as exc:
@@ -582,6 +590,8 @@ def _verdict(sql: str, dialect: str) -> GuardVerdict:
         )
     return _check_tree(roots[0], dialect)
 
+
+_QUOTED_TOKENS = frozenset({TokenType.STRING, TokenType.IDENTIFIER})
 
 _cached_verdict = functools.lru_cache(maxsize=8192)(_verdict)
 

@@ -702,16 +702,17 @@ def main_load(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     db_ids = args.db_ids or ([] if args.sqlite else list(DEFAULT_SPIDER_DATABASES))
-    if args.to and make_url(args.to).get_backend_name() == "duckdb":
-        return _main_duckdb(args, db_ids)
+    backend = make_url(args.to).get_backend_name() if args.to else "postgresql"
+    if backend in ("duckdb", "mysql", "mariadb"):
+        return _main_other(args, db_ids, backend)
+    if backend != "postgresql":
+        print(
+            f"error: cannot load into {backend}: --to takes a PostgreSQL, MySQL/MariaDB or "
+            "DuckDB URL",
+            file=sys.stderr,
+        )
+        return 2
     if args.to:
-        if make_url(args.to).get_backend_name() != "postgresql":
-            print(
-                f"error: cannot load into {args.to.split(':', 1)[0]}: --to takes a "
-                "PostgreSQL or DuckDB URL",
-                file=sys.stderr,
-            )
-            return 2
         args.admin_url = args.to
     if not args.admin_url:
         print("error: no --to, no --admin-url and MACSQL_PG_URL is not set", file=sys.stderr)
@@ -750,29 +751,44 @@ def _print_reports(reports: list[LoadReport], verbose: bool) -> None:
                 print(f"  warning: {warning}")
 
 
-def _main_duckdb(args: argparse.Namespace, db_ids: list[str]) -> int:
+def _main_other(args: argparse.Namespace, db_ids: list[str], backend: str) -> int:
+    """`--to` a DuckDB or MySQL/MariaDB URL: their loaders, imported only when asked for."""
     from macsql.database.drivers import check_driver
 
     problem = check_driver(make_url(args.to))
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    if args.grant_select_to:
-        print(
-            "error: --grant-select-to needs a backend with roles; DuckDB has none", file=sys.stderr
-        )
-        return 2
-    from macsql.database.duckdb_loader import load_into_duckdb
-
     try:
-        reports = load_into_duckdb(
-            args.spider_dir,
-            args.to,
-            db_ids,
-            args.sqlite,
-            replace=args.replace,
-            numeric_text=not args.keep_numeric_text,
-        )
+        if backend == "duckdb":
+            if args.grant_select_to:
+                print(
+                    "error: --grant-select-to needs a backend with roles; DuckDB has none",
+                    file=sys.stderr,
+                )
+                return 2
+            from macsql.database.duckdb_loader import load_into_duckdb
+
+            reports = load_into_duckdb(
+                args.spider_dir,
+                args.to,
+                db_ids,
+                args.sqlite,
+                replace=args.replace,
+                numeric_text=not args.keep_numeric_text,
+            )
+        else:
+            from macsql.database.mysql_loader import load_into_mysql
+
+            reports = load_into_mysql(
+                args.spider_dir,
+                args.to,
+                db_ids,
+                args.sqlite,
+                replace=args.replace,
+                grant_select_to=args.grant_select_to,
+                numeric_text=not args.keep_numeric_text,
+            )
     except LoaderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

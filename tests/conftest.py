@@ -97,4 +97,6 @@ def scripted() -> Iterator[object]:
 
 
 # --- PostgreSQL (issue 4): MACSQL_PG_URL fixtures; the logic lives in tests/pg_support.py ---
+# --- MySQL/MariaDB (issue 18): MACSQL_MYSQL_URL fixtures; the logic lives in tests/mysql_support.py
+from mysql_support import mysql_admin_url, mysql_spider  # noqa: E402, F401
 from pg_support import pg_admin_url, pg_spider  # noqa: E402, F401
