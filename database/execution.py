@@ -8,6 +8,9 @@ server's `statement_timeout`, cut to the time left before every fetch), and at m
 rows are fetched. Failures come back as an `ExecutionResult` with a classified status, never as
 an exception: bad SQL is data for the Refiner, and a raised `OperationalError` would be retried
 by LangGraph's default RetryPolicy.
+
+DuckDB and MySQL/MariaDB have runners of their own with the same guarantees (`duckdb_backend`,
+`mysql_backend`); other SQLAlchemy backends get the guard and the row cap only.
 """
 
 from __future__ import annotations

@@ -136,4 +136,6 @@ def run_mysql(
             with contextlib.suppress(pymysql.MySQLError):
                 cursor.close()
             raw.rollback()
+            with raw.cursor() as reset:  # the pool's next user (e.g. the inspector) runs unbounded
+                reset.execute(limit.rsplit("=", 1)[0] + "= 0")
     return columns, rows, truncated
