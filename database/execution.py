@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -28,8 +29,9 @@ from sqlalchemy.engine import Connection
 
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.duckdb_backend import run_duckdb
-from macsql.database.guard import check_statement, forbidden_function_reason
+from macsql.database.guard import GuardKind, function_allowed, make_policy
 from macsql.database.mysql_backend import run_mysql
+from macsql.database.relation_inventory import guard_verdict
 from macsql.graph.state import ExecutionRecord
 
 FETCH_BATCH = 1000
@@ -109,24 +111,32 @@ def execute_sql(
     *,
     timeout: float = 30.0,
     max_rows: int | None = 100,
+    allowed_functions: tuple[str, ...] = (),
+    allowed_relations: tuple[str, ...] = (),
 ) -> ExecutionResult:
     """Run one read-only statement with a timeout and a row cap; never raises on bad SQL.
 
     `max_rows=None` fetches every row, in batches (the scorers need whole results).
+    `allowed_functions` and `allowed_relations` extend the guard's allow-lists
+    (`Context.allowed_functions`, `Context.allowed_relations`).
     """
     sql = (sql or "").strip()
     if not sql:
         return ExecutionResult(sql, Outcome.NO_SQL, error="no SQL to execute", error_class="NoSQL")
-    verdict = check_statement(sql, db.dialect)
+    try:
+        verdict = guard_verdict(db, sql, allowed_functions, allowed_relations)
+    except Exception as exc:  # the database's inventory could not be read
+        return _classify_failure(sql, exc, 0.0, timeout)
     if not verdict.allowed:
-        outcome = Outcome.SYNTAX_ERROR if verdict.kind == "syntax" else Outcome.REJECTED
+        outcome = _GUARD_OUTCOMES.get(verdict.kind, Outcome.REJECTED)
         return ExecutionResult(sql, outcome, error=verdict.reason, error_class="GuardRejection")
     started = time.perf_counter()
     try:
         engine = get_engine(db)
         with engine.connect() as conn:
             if db.backend == "sqlite":
-                result = _run_sqlite(conn, sql, timeout, max_rows)
+                extra = make_policy(None, allowed_functions).allowed_functions
+                result = _run_sqlite(conn, sql, timeout, max_rows, sqlite_authorizer(extra))
             elif db.backend == "postgresql":
                 result = _run_postgres(conn, sql, timeout, max_rows)
             elif db.backend in _BACKEND_RUNNERS:
@@ -140,6 +150,13 @@ def execute_sql(
         return _classify_failure(sql, exc, time.perf_counter() - started, timeout)
     result.elapsed = time.perf_counter() - started
     return result
+
+
+_GUARD_OUTCOMES: dict[str, Outcome] = {
+    GuardKind.SYNTAX: Outcome.SYNTAX_ERROR,
+    # a table the database does not have: the same class as the engine's "no such table"
+    GuardKind.UNKNOWN_RELATION: Outcome.UNKNOWN_OBJECT,
+}
 
 
 def _fetch(
@@ -172,22 +189,36 @@ _SQLITE_READ_ACTIONS = frozenset(
 )
 
 
-def _sqlite_authorizer(
-    action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None
-) -> int:
+@functools.lru_cache(maxsize=64)
+def sqlite_authorizer(allowed_functions: frozenset[str] = frozenset()) -> Authorizer:
     """SQLite's own parser asks before every action of a statement: only reading is allowed.
 
     A second, independent layer under the guard: ATTACH (which would create a file), VACUUM
-    INTO, PRAGMA, transactions, DDL, DML and the guard's forbidden functions are denied while
-    SQLite prepares the statement, whatever the text looked like to sqlglot.
+    INTO, PRAGMA, transactions, DDL, DML and every function that is not on the guard's
+    allow-list (extended by `allowed_functions`) are denied while SQLite prepares the
+    statement, whatever the text looked like to sqlglot.
     """
-    if action == sqlite3.SQLITE_FUNCTION:
-        return sqlite3.SQLITE_DENY if forbidden_function_reason(arg2 or "") else sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_OK if action in _SQLITE_READ_ACTIONS else sqlite3.SQLITE_DENY
+
+    def authorize(
+        action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None
+    ) -> int:
+        if action == sqlite3.SQLITE_FUNCTION:
+            allowed = function_allowed(arg2 or "", "sqlite", allowed_functions)
+            return sqlite3.SQLITE_OK if allowed else sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK if action in _SQLITE_READ_ACTIONS else sqlite3.SQLITE_DENY
+
+    return authorize
+
+
+Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
 
 def _run_sqlite(
-    conn: Connection, sql: str, timeout: float, max_rows: int | None
+    conn: Connection,
+    sql: str,
+    timeout: float,
+    max_rows: int | None,
+    authorizer: Authorizer | None = None,
 ) -> ExecutionResult:
     raw: Any = conn.connection.driver_connection
     # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
@@ -197,7 +228,7 @@ def _run_sqlite(
     # SQLite calls the handler every N virtual-machine steps; a non-zero return aborts the
     # statement with "interrupted", so the query really stops, with no thread left running.
     raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    raw.set_authorizer(_sqlite_authorizer)
+    raw.set_authorizer(authorizer or sqlite_authorizer())
     cursor = raw.cursor()
     try:
         cursor.execute(sql)

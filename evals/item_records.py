@@ -82,6 +82,7 @@ async def _predict(
             "usage": {},
             "error": None,
             "outcome": None,
+            "fallbacks": [],
         }
     payload = {"question": item.question, "evidence": item.evidence, "db": item.db}
     started = time.perf_counter()
@@ -106,6 +107,8 @@ async def _predict(
         "usage": out.get("usage") or {},
         "error": out.get("error"),
         "outcome": out.get("outcome"),
+        # Replies an agent could not use as asked (no SQL, unreadable JSON, cut off, ...).
+        "fallbacks": out.get("fallbacks") or [],
     }
 
 
@@ -118,4 +121,5 @@ def _failed(error: str) -> dict[str, Any]:
         "usage": {},
         "error": error,
         "outcome": None,
+        "fallbacks": [],
     }

@@ -97,13 +97,25 @@ class Scorer:
     """Scores one prediction at a time; thread-safe; caches gold results."""
 
     def __init__(
-        self, dataset: str, *, timeout: float | None = None, keep_distinct: bool = False
+        self,
+        dataset: str,
+        *,
+        timeout: float | None = None,
+        keep_distinct: bool = False,
+        allowed_functions: tuple[str, ...] = (),
+        allowed_relations: tuple[str, ...] = (),
     ) -> None:
+        """`allowed_functions` and `allowed_relations` extend the guard's allow-lists as the
+        pipeline's Context did, so that scoring refuses no prediction the pipeline ran."""
         if dataset not in OFFICIAL_TIMEOUTS:
             raise ValueError(f"unknown dataset {dataset!r}")
         self.dataset = dataset
         self.timeout = timeout if timeout is not None else OFFICIAL_TIMEOUTS[dataset]
         self.keep_distinct = keep_distinct
+        self.guard_lists = {
+            "allowed_functions": tuple(allowed_functions),
+            "allowed_relations": tuple(allowed_relations),
+        }
         self._gold_cache: dict[tuple[str, str], _Run] = {}
         self._refs: dict[str, DatabaseRef] = {}
         self._lock = threading.Lock()
@@ -118,7 +130,9 @@ class Scorer:
         return ref
 
     def _run(self, db: str, sql: str) -> _Run:
-        return _Run.of(execute_sql(self._ref(db), sql, timeout=self.timeout, max_rows=None))
+        return _Run.of(
+            execute_sql(self._ref(db), sql, timeout=self.timeout, max_rows=None, **self.guard_lists)
+        )
 
     def _gold(self, db: str, sql: str) -> _Run:
         key = (db, sql)
@@ -211,6 +225,7 @@ class Scorer:
             item.gold_sql,
             iterations=iterations,
             timeout=self.timeout,
+            **self.guard_lists,
         )
         return timing.ratio
 

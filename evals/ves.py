@@ -88,6 +88,8 @@ def measure_time_ratio(
     *,
     iterations: int = OFFICIAL_ITERATIONS,
     timeout: float = 30.0,
+    allowed_functions: tuple[str, ...] = (),
+    allowed_relations: tuple[str, ...] = (),
 ) -> Timing:
     """Run both queries `iterations` times, alternating, and return the item's time ratio.
 
@@ -97,8 +99,17 @@ def measure_time_ratio(
     gold_times: list[float] = []
     pred_times: list[float] = []
     for _ in range(max(1, iterations)):
-        pred = execute_sql(db, pred_sql, timeout=timeout, max_rows=None)
-        gold = execute_sql(db, gold_sql, timeout=timeout, max_rows=None)
+        pred, gold = (
+            execute_sql(
+                db,
+                sql,
+                timeout=timeout,
+                max_rows=None,
+                allowed_functions=allowed_functions,
+                allowed_relations=allowed_relations,
+            )
+            for sql in (pred_sql, gold_sql)
+        )
         for result in (pred, gold):
             if not result.outcome.ran:
                 return Timing(0.0, len(pred_times), f"{result.outcome}: {result.error}")

@@ -7,7 +7,14 @@
   runs end to end.
 
 Both take a *responder*: a list of replies used in order, or a function from the prompt text to
-a reply. A reply that is an `int` (for the server) is sent as that HTTP error status.
+a reply. A reply is the answer's text; a `dict` (an answer in a schema's fields, sent as tool-call
+arguments or `response_format` content to a structured request, and as JSON text otherwise); a
+`ScriptedReply` (text with a reasoning model's `reasoning_content`, or a `finish_reason` such as
+`"length"`); an `int` (for the server), sent as that HTTP error status; or an exception.
+
+The server speaks the parts of the API that real models' replies exercise: tool calls and
+`response_format` (or, with `reject_structured=True`, the HTTP 400 of servers that support
+neither), `reasoning_content` beside the answer, and `finish_reason`, streaming and not.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,8 +36,28 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-Reply = str | int | BaseException
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """A reply with more than text: a reasoning model's thinking, or how the reply ended."""
+
+    content: str | dict[str, Any] = ""
+    reasoning: str | None = None
+    """Sent as `reasoning_content` beside the answer (vLLM's reasoning parsers, DeepSeek)."""
+    finish_reason: str = "stop"
+    """'length' plays a reply cut off at the token limit."""
+
+
+Reply = str | int | BaseException | dict[str, Any] | ScriptedReply
 Responder = Callable[[str], Reply]
+
+
+def _parts(reply: str | dict[str, Any] | ScriptedReply) -> ScriptedReply:
+    return reply if isinstance(reply, ScriptedReply) else ScriptedReply(reply)
+
+
+def _as_text(content: str | dict[str, Any]) -> str:
+    return content if isinstance(content, str) else json.dumps(content)
 
 
 def prompt_text(messages: Sequence[BaseMessage] | Sequence[dict[str, Any]]) -> str:
@@ -84,20 +112,30 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "macsql-scripted"
 
-    def _reply(self, messages: list[BaseMessage]) -> tuple[str, UsageMetadata]:
+    def _reply(self, messages: list[BaseMessage]) -> tuple[str, UsageMetadata, ScriptedReply]:
         text = prompt_text(messages)
         reply = self._script.next(text)
         if isinstance(reply, BaseException):
             raise reply
         if isinstance(reply, int):
             raise RuntimeError(f"scripted HTTP error {reply}")
-        prompt_tokens, reply_tokens = _estimate_tokens(text), _estimate_tokens(reply)
+        parts = _parts(reply)
+        answer = _as_text(parts.content)
+        prompt_tokens, reply_tokens = _estimate_tokens(text), _estimate_tokens(answer)
         usage = UsageMetadata(
             input_tokens=prompt_tokens,
             output_tokens=reply_tokens,
             total_tokens=prompt_tokens + reply_tokens,
         )
-        return reply, usage
+        return answer, usage, parts
+
+    @staticmethod
+    def _extras(parts: ScriptedReply) -> dict[str, Any]:
+        reasoning = {"reasoning_content": parts.reasoning} if parts.reasoning else {}
+        return {
+            "additional_kwargs": reasoning,
+            "response_metadata": {"finish_reason": parts.finish_reason},
+        }
 
     def _generate(
         self,
@@ -106,8 +144,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply, usage = self._reply(messages)
-        message = AIMessage(content=reply, usage_metadata=usage)
+        reply, usage, parts = self._reply(messages)
+        message = AIMessage(content=reply, usage_metadata=usage, **self._extras(parts))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
@@ -117,11 +155,14 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply, usage = self._reply(messages)
+        reply, usage, parts = self._reply(messages)
         pieces = [reply[i : i + 16] for i in range(0, len(reply), 16)] or [""]
         for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
             chunk = AIMessageChunk(
-                content=piece, usage_metadata=usage if i == len(pieces) - 1 else None
+                content=piece,
+                usage_metadata=usage if last else None,
+                **(self._extras(parts) if last else {}),
             )
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=ChatGenerationChunk(message=chunk))
@@ -138,19 +179,54 @@ class _QuietHTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+def _structured_request(body: dict[str, Any]) -> str:
+    """'tool calling' or 'response_format' when the request asks for structured output."""
+    if body.get("tools"):
+        return "tool calling"
+    if (body.get("response_format") or {}).get("type") in ("json_schema", "json_object"):
+        return "response_format"
+    return ""
+
+
+def _message(parts: ScriptedReply, body: dict[str, Any], structured: str) -> dict[str, Any]:
+    """The assistant message for a reply: a dict answers a tool call as its arguments."""
+    message: dict[str, Any] = {"role": "assistant", "content": _as_text(parts.content)}
+    if structured == "tool calling" and isinstance(parts.content, dict):
+        tool = body["tools"][0]["function"]["name"]
+        message["content"] = None
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": tool, "arguments": json.dumps(parts.content)},
+            }
+        ]
+    if parts.reasoning:
+        message["reasoning_content"] = parts.reasoning
+    return message
+
+
 class ScriptedOpenAIServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
     Use as a context manager; `base_url` is what a client needs. `delay` seconds pass before
-    each answer. `requests` counts the chat-completion requests served; `peak_in_flight` is
+    each answer. `reject_structured` plays a server without tool calling or JSON schema.
+    `requests` counts the chat-completion requests served; `peak_in_flight` is
     the most that were being served at once.
     """
 
     def __init__(
-        self, responder: Responder | Sequence[Reply], *, delay: float = 0.0, port: int = 0
+        self,
+        responder: Responder | Sequence[Reply],
+        *,
+        delay: float = 0.0,
+        port: int = 0,
+        reject_structured: bool = False,
     ) -> None:
         self._script = _Script(responder)
         self.delay = delay
+        self.reject_structured = reject_structured
+        """Answer requests with `tools` or a JSON `response_format` with HTTP 400, unread."""
         self.requests = 0
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -186,6 +262,7 @@ class ScriptedOpenAIServer:
                     self._send_json(404, {"error": {"message": "not found"}})
                     return
                 prompt = prompt_text(body.get("messages", []))
+                structured = _structured_request(body)
                 # In flight until the answer is ready, before it is written: a client frees its
                 # request slot only after reading the answer, so the peak cannot overcount.
                 with server._count_lock:
@@ -193,31 +270,46 @@ class ScriptedOpenAIServer:
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                     server.bodies.append(body)
-                try:
-                    reply = server._script.next(prompt)
-                except Exception as exc:
-                    reply = exc
+                reply: Reply
+                if structured and server.reject_structured:
+                    reply = 400
+                else:
+                    try:
+                        reply = server._script.next(prompt)
+                    except Exception as exc:
+                        reply = exc
                 if server.delay:
                     time.sleep(server.delay)
                 with server._count_lock:
                     server.in_flight -= 1
                 if isinstance(reply, int):
-                    self._send_json(
-                        reply,
-                        {"error": {"message": f"scripted error {reply}", "type": "server_error"}},
+                    why = (
+                        f"this server does not support {structured}"
+                        if structured and server.reject_structured
+                        else f"scripted error {reply}"
                     )
+                    kind = "invalid_request_error" if reply == 400 else "server_error"
+                    self._send_json(reply, {"error": {"message": why, "type": kind}})
                     return
                 if isinstance(reply, BaseException):
                     self._send_json(500, {"error": {"message": str(reply), "type": "server_error"}})
                     return
-                usage = {
+                parts = _parts(reply)
+                message = _message(parts, body, structured)
+                calls = message.get("tool_calls")
+                answer = str(message.get("content") or "") + (json.dumps(calls) if calls else "")
+                reasoning_tokens = _estimate_tokens(parts.reasoning) if parts.reasoning else 0
+                usage: dict[str, Any] = {
                     "prompt_tokens": _estimate_tokens(prompt),
-                    "completion_tokens": _estimate_tokens(reply),
+                    "completion_tokens": _estimate_tokens(answer) + reasoning_tokens,
                 }
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+                if reasoning_tokens:
+                    usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+                finish = "tool_calls" if message.get("tool_calls") else parts.finish_reason
                 model = body.get("model", "scripted")
                 if body.get("stream"):
-                    self._stream(model, reply, usage)
+                    self._stream(model, message, finish, usage)
                 else:
                     self._send_json(
                         200,
@@ -226,13 +318,7 @@ class ScriptedOpenAIServer:
                             "object": "chat.completion",
                             "created": int(time.time()),
                             "model": model,
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": reply},
-                                }
-                            ],
+                            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                             "usage": usage,
                         },
                     )
@@ -245,18 +331,27 @@ class ScriptedOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self, model: str, reply: str, usage: dict[str, int]) -> None:
+            def _stream(
+                self, model: str, message: dict[str, Any], finish: str, usage: dict[str, Any]
+            ) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
                 cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
-                pieces = [reply[i : i + 16] for i in range(0, len(reply), 16)] or [""]
                 chunks: list[dict[str, Any]] = [
                     {"index": 0, "delta": {"role": "assistant", "content": ""}}
                 ]
-                chunks += [{"index": 0, "delta": {"content": p}} for p in pieces]
+                for name in ("reasoning_content", "content"):
+                    text = message.get(name) or ""
+                    chunks += [
+                        {"index": 0, "delta": {name: text[i : i + 16]}}
+                        for i in range(0, len(text), 16)
+                    ]
+                for i, call in enumerate(message.get("tool_calls") or []):
+                    chunks.append({"index": 0, "delta": {"tool_calls": [{"index": i, **call}]}})
+                chunks.append({"index": 0, "delta": {}, "finish_reason": finish})
                 for choice in chunks:
                     self._event(
                         {
@@ -267,15 +362,6 @@ class ScriptedOpenAIServer:
                             "choices": [choice],
                         }
                     )
-                self._event(
-                    {
-                        "id": cid,
-                        "object": "chat.completion.chunk",
-                        "created": int(time.time()),
-                        "model": model,
-                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                    }
-                )
                 self._event(
                     {
                         "id": cid,

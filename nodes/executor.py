@@ -60,7 +60,14 @@ def _execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRe
             "error": str(exc),
             "error_class": type(exc).__name__,
         }
-    result = execute_sql(ref, sql, timeout=context.query_timeout, max_rows=context.max_rows)
+    result = execute_sql(
+        ref,
+        sql,
+        timeout=context.query_timeout,
+        max_rows=context.max_rows,
+        allowed_functions=context.allowed_functions,
+        allowed_relations=context.allowed_relations,
+    )
     result.outcome = analyse(result.outcome, result.rows, context.dataset_style)
     record = result.to_state(max_cell_chars=context.max_cell_chars)
     if result.outcome in _ANALYSIS_MESSAGES:
@@ -123,16 +130,20 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
     if context.approve_sql:
         approved = _approved_sql(sql, attempt)
         if approved is None:
+            tries = state.get("tries") or []
             emit(runtime, "executor", "rejected", attempt=attempt, sql=sql)
             rejected: PipelineState = {
                 "fatal": True,
                 "error": "the SQL was rejected by the reviewer",
-                "status": state.get("status", "failed") if state.get("tries") else "failed",
+                # A SQL that ran earlier stays the answer; a pending one was never run.
+                "status": final_fields(tries)["status"] if tries else "failed",
             }
             return rejected
         sql = approved
     emit(runtime, "executor", "start", attempt=attempt, sql=sql)
     record = execute_and_analyse(state["db"], sql, context)
+    if state.get("candidate_finish_reason") == "length":
+        record["finish_reason"] = "length"
     # The tries keep what the output needs of each execution, not its timing.
     tried = record.copy()
     tried.pop("elapsed", None)
@@ -151,6 +162,7 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
         "last_execution": record,
         "tries": tries,
         "candidate_sql": "",
+        "candidate_finish_reason": "",
         **final_fields(tries),
     }
 

@@ -8,9 +8,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
+from macsql.database.connection_errors import describe_database_error
 from macsql.database.schema import load_schema
 from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
-from macsql.graph.state import PipelineState, Usage
+from macsql.graph.state import Fallback, PipelineState, Usage
 from macsql.nodes.events import emit
 from macsql.nodes.schema_render import rendered_schema
 
@@ -52,7 +53,7 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
             timeout=context.query_timeout,
         )
     except Exception as exc:  # unreachable server, corrupt file, permission denied
-        return fail(f"cannot read the schema of {db.safe_url}: {type(exc).__name__}: {exc}")
+        return fail(f"cannot read the schema of {db.safe_url}: {describe_database_error(exc)}")
     if not schema.tables:
         return fail(f"the database {db.safe_url} has no tables")
     emit(runtime, "load_schema", "done", tables=len(schema.tables), columns=schema.total_columns)
@@ -67,6 +68,7 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
         "selector_fallback": None,
         # A thread that answers a second question starts its usage again, past the reducer.
         "usage": cast(Usage, Overwrite({})),
+        "fallbacks": cast(list[Fallback], Overwrite([])),
         "attempts": 0,
         "refines": 0,
         "tries": [],

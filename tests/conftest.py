@@ -20,13 +20,16 @@ BIRD = DATA / "bird_dev"
 
 
 def spider_eval_args(out: Path, *options: str, data_dir: Path = SPIDER) -> list[str]:
-    """`macsql eval` arguments for Spider without a progress bar, writing under `out`."""
+    """`macsql eval` arguments for Spider without a progress bar, writing under `out`, in one
+    process unless `options` ask for more (the command's default follows the cores)."""
     return [
         "eval",
         "--dataset",
         "spider",
         "--data-dir",
         str(data_dir),
+        "--processes",
+        "1",
         *options,
         "--out",
         str(out),

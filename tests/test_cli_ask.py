@@ -84,7 +84,7 @@ def test_model_that_returns_prose_exits_1(capsys: pytest.CaptureFixture) -> None
     out = json.loads(capsys.readouterr().out)
     assert code == 1
     assert out["status"] == "failed" and out["sql"] == ""
-    assert "no ```sql block" in out["error"]
+    assert "held no SQL query" in out["error"]
 
 
 def test_http_500_exits_1_with_a_clear_message(capsys: pytest.CaptureFixture) -> None:

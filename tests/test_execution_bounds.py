@@ -125,7 +125,7 @@ def test_a_write_that_slips_past_the_guard_still_cannot_write(
     target: Target, statement: str
 ) -> None:
     before = target.checksum()
-    with mock.patch.object(execution, "check_statement", return_value=GuardVerdict(True, "ok")):
+    with mock.patch.object(execution, "guard_verdict", return_value=GuardVerdict(True, "ok")):
         result = execute_sql(target.concert, statement, timeout=5)
     assert not result.outcome.ran, f"{statement} ran on {target.engine}"
     assert result.error
@@ -138,7 +138,7 @@ def test_sqlite_authorizer_blocks_what_mode_ro_alone_lets_through(tmp_path: Path
     # fts3_tokenizer take a pointer; the authorizer refuses all three while SQLite prepares.
     attached, copy = tmp_path / "attached.db", tmp_path / "copy.db"
     ref = resolve_database(str(spider_db("concert_singer")))
-    with mock.patch.object(execution, "check_statement", return_value=GuardVerdict(True, "ok")):
+    with mock.patch.object(execution, "guard_verdict", return_value=GuardVerdict(True, "ok")):
         for statement in (
             f"ATTACH '{attached}' AS evil",
             f"VACUUM INTO '{copy}'",

@@ -70,8 +70,6 @@ READ_ONLY_QUERIES = [
 
 POSTGRES_ONLY_QUERIES = [
     "TABLE singer",
-    "SELECT current_setting('statement_timeout')",
-    "SELECT currval('s'), lastval()",
     "SELECT x FROM generate_series(1, 10) AS x",
     "SELECT $$it's; DROP TABLE singer$$",
     "SELECT E'a\\'; DELETE FROM singer'",
@@ -92,7 +90,14 @@ SQLITE_ONLY_QUERIES = [
     "SELECT group_concat(name, ';') FROM singer",
     "SELECT * FROM singer WHERE name GLOB 'A*'",
     "SELECT ifnull(name, 'x'), iif(age > 3, 1, 0), typeof(age) FROM singer",
-    "SELECT * FROM pragma_table_info('singer')",
+]
+
+# Read-only, but not on the allow-lists: server settings, sequences, SQLite's pragma functions.
+# (Allowed before the guard became an allow-list; Context.allowed_functions can add them.)
+NOT_ON_THE_ALLOW_LIST = [
+    ("SELECT current_setting('statement_timeout')", "postgres"),
+    ("SELECT currval('s'), lastval()", "postgres"),
+    ("SELECT * FROM pragma_table_info('singer')", "sqlite"),
 ]
 
 
@@ -113,6 +118,13 @@ def test_postgres_read_only_queries_are_allowed(sql: str) -> None:
 def test_sqlite_read_only_queries_are_allowed(sql: str) -> None:
     verdict = check_statement(sql, "sqlite")
     assert verdict.allowed, verdict.reason
+
+
+@pytest.mark.parametrize(("sql", "dialect"), NOT_ON_THE_ALLOW_LIST)
+def test_read_only_functions_off_the_allow_list_are_refused(sql: str, dialect: str) -> None:
+    verdict = check_statement(sql, dialect)
+    assert verdict.kind == GuardKind.FORBIDDEN_FUNCTION
+    assert "Context.allowed_functions" in (verdict.reason or "")
 
 
 def test_no_false_refusal_on_spider_dev_gold_in_both_dialects() -> None:

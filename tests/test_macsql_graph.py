@@ -49,6 +49,7 @@ def test_output_is_narrow(scripted) -> None:
         "selector_used",
         "selector_fallback",
         "usage",
+        "fallbacks",
     }
     assert "schema" not in out and "candidate_sql" not in out
 
@@ -97,11 +98,11 @@ def test_returned_sql_is_always_one_that_was_executed(scripted) -> None:
 
 
 def test_best_executed_attempt_is_kept(scripted) -> None:
-    # BIRD style: empty result triggers a refine; a later syntax error must not replace it.
+    # BIRD style: empty result triggers a refine; a later failing query must not replace it.
     _model, context = scripted(
         [
             sql_reply("SELECT Name FROM singer WHERE Age > 1000"),
-            "```sql\nSELEC Name FROM singer\n```",
+            "```sql\nSELECT Nme FROM singer\n```",
         ],
         max_try_times=2,
         dataset_style="bird",
@@ -143,7 +144,7 @@ def test_reply_without_sql_goes_to_the_refiner_as_an_error(scripted) -> None:
     )
     out = run(context)
     assert out["status"] == "ok" and out["attempts"] == 1
-    assert "no ```sql block" in model.prompts[1]
+    assert "held no SQL query" in model.prompts[1]
     assert "no_sql" in model.prompts[1]
 
 
@@ -152,7 +153,7 @@ def test_prose_only_model_fails_cleanly_without_a_prediction(scripted) -> None:
     out = run(context)
     assert out["status"] == "failed"
     assert out["sql"] == "" and out["attempts"] == 0
-    assert "no ```sql block" in out["error"]
+    assert "held no SQL query" in out["error"]
     assert len(model.prompts) == 3  # decomposer + 2 bounded refines
 
 

@@ -232,6 +232,7 @@ def test_missing_personas_are_filled_and_recorded(db: str) -> None:
     out, state, _, _ = run(db, script)
     assert len(out["personas"]) == 3 and out["personas"][0] == PERSONAS[0]
     assert "1 of 3" in state["persona_fallback"] and len(script.prompts["reviewer"]) == 3
+    assert [(f["agent"], f["kind"]) for f in out["fallbacks"]] == [("persona", "unreadable_reply")]
 
 
 def test_program_of_thoughts_asks_for_python_before_sql(db: str) -> None:

@@ -186,7 +186,10 @@ def test_ask_stream_prints_events_and_model_tokens(capsys: pytest.CaptureFixture
     tokens = line_of("Count the singers.")
     assert lines[tokens + 2] == "SELECT count(*) FROM singer WHERE nme = 1"
     decomposer_start = line_of("[decomposer] start")
-    first_try = line_of("[executor] start: attempt=1, sql=SELECT count(*) FROM singer WHERE nme")
+    # The SQL was in the streamed reply: no event prints it again.
+    first_try = line_of("[executor] start: attempt=1")
+    assert "sql=" not in lines[first_try] and "sql=" not in lines[line_of("[decomposer] done")]
+    assert out.count("SELECT count(*) FROM singer WHERE nme = 1") == 1
     failed = line_of("[executor] done: attempt=1, outcome=unknown_table_or_column")
     refine = line_of("[refiner] start: attempt=1")
     refined_tokens = line_of("Fixed the column name.")
