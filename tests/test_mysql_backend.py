@@ -22,7 +22,7 @@ from mysql_support import admin_connection, database_url, mysql_checksum
 from test_hostile_corpus import HostileEntry, assert_refused, entry_id, load_corpus
 
 from macsql.cli.main import main
-from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
 from macsql.database.schema import build_schema
@@ -258,3 +258,16 @@ def test_eval_gold_on_mysql(
     assert summary["n_scored"] >= 150
     assert summary["ex"] == 100.0
     assert set(summary["skip_reasons"]) <= {"gold_error"}
+
+
+def test_mariadb_urls_use_the_same_guarded_path(
+    mysql_spider: Callable[[str], DatabaseRef], mysql_admin_url: str
+) -> None:
+    mysql_spider("concert_singer")
+    url = database_url(mysql_admin_url, "concert_singer").replace("mysql://", "mariadb://", 1)
+    ref = resolve_database(url)
+    assert ref.url.startswith("mariadb+pymysql://") and ref.dialect == "mysql"
+    assert execute_sql(ref, "SELECT count(*) FROM singer").rows == [(6,)]
+    refused = execute_sql(ref, "SELECT * FROM singer INTO OUTFILE '/tmp/macsql_mariadb_out'")
+    assert refused.outcome == Outcome.REJECTED and "OUTFILE" in (refused.error or "")
+    get_engine(ref).dispose()
