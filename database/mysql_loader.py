@@ -3,7 +3,8 @@
 Column types follow the data, as in the PostgreSQL loader (`plan_tables` is shared); text is
 `LONGTEXT` in `utf8mb4_bin`, so comparisons and ORDER BY are byte-wise and case-sensitive like
 SQLite's BINARY collation. Primary keys are declared when the data satisfies them and no key
-column is text (MySQL cannot key a LONGTEXT); foreign keys are not declared. A loaded database
+column is text (MySQL cannot key a LONGTEXT); foreign keys are declared unchecked where InnoDB
+can hold them. A loaded database
 is recorded in `macsql_loader.loaded` with the source file's sha256: a database already loaded
 from the same file is skipped, and one the loader did not create is never dropped unless
 `replace=True`. The server should match table names case-insensitively
@@ -36,8 +37,10 @@ from macsql.database.postgres_loader import (
     spider_sqlite_path,
 )
 
+# Every integer column is BIGINT: InnoDB keys need equal types on both sides, and the PostgreSQL
+# plan may give a key INTEGER and the column referring to it BIGINT.
 _MYSQL_TYPES = {
-    "integer": "INT",
+    "integer": "BIGINT",
     "bigint": "BIGINT",
     "double precision": "DOUBLE",
     "numeric": "DOUBLE",
@@ -93,6 +96,37 @@ def _create_table(cur: Any, source: Any, plan: TablePlan, report: LoadReport) ->
     report.tables[plan.name] = count
 
 
+def _add_foreign_keys(cur: Any, plans: list[TablePlan], report: LoadReport) -> None:
+    """Declare the SQLite file's foreign keys, for the schema shown to the model. With
+    `foreign_key_checks = 0` InnoDB takes a key that existing rows break (SQLite never checked
+    them); one it still refuses (no key on the referenced columns, other types) is a warning."""
+    import pymysql
+
+    tables = {plan.name: plan for plan in plans}
+    cur.execute("SET SESSION foreign_key_checks = 0")
+    try:
+        for plan in plans:
+            for number, (cols, ref_table, ref_cols) in enumerate(plan.foreign_keys, start=1):
+                target = tables.get(ref_table)
+                resolved = ref_cols if all(ref_cols) else (target.primary_key if target else [])
+                link = f"{plan.name}({', '.join(cols)}) -> {ref_table}"
+                if target is None or len(resolved) != len(cols):
+                    report.warnings.append(f"foreign key {link} skipped: unknown target")
+                    continue
+                try:
+                    cur.execute(
+                        f"ALTER TABLE {quote_mysql(plan.name)} ADD CONSTRAINT "
+                        f"{quote_mysql(f'fk_{plan.name}_{number}'[:64])} FOREIGN KEY "
+                        f"({', '.join(quote_mysql(c) for c in cols)}) REFERENCES "
+                        f"{quote_mysql(ref_table)} ({', '.join(quote_mysql(c) for c in resolved)})"
+                    )
+                    report.foreign_keys += 1
+                except pymysql.MySQLError as exc:
+                    report.warnings.append(f"foreign key {link} skipped: {exc.args[-1]}")
+    finally:
+        cur.execute("SET SESSION foreign_key_checks = 1")
+
+
 def copy_sqlite_to_mysql(
     sqlite_path: str | Path,
     url: str,
@@ -113,7 +147,7 @@ def copy_sqlite_to_mysql(
     report = LoadReport(database=name, source=str(path))
     marker = (
         f"{MARKER_PREFIX}{LOADER_VERSION}:{file_sha256(path)}:"
-        f"{'numeric-text' if numeric_text else 'declared-text'}"
+        f"{'numeric-text' if numeric_text else 'declared-text'}:mysql-v2"
     )
     engine = _admin_engine(url)
     try:
@@ -147,8 +181,10 @@ def copy_sqlite_to_mysql(
                 )
                 cur.execute(f"USE {quote_mysql(name)}")
                 with _open_sqlite(path) as source:
-                    for plan in plan_tables(source, report.warnings, numeric_text):
+                    plans = plan_tables(source, report.warnings, numeric_text)
+                    for plan in plans:
                         _create_table(cur, source, plan, report)
+                _add_foreign_keys(cur, plans, report)
                 if grant_select_to:
                     cur.execute(
                         f"GRANT SELECT ON {quote_mysql(name)}.* TO {_grantee(grant_select_to)}"
