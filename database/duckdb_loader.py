@@ -4,8 +4,8 @@ Column types follow the data, as in the PostgreSQL loader (`plan_tables` is shar
 INTEGER/BIGINT or DOUBLE only when every value is a number, BLOB when every value is a blob,
 VARCHAR otherwise. Names are folded to lower case like there; DuckDB matches identifiers
 case-insensitively, so Spider's SQL works unchanged. A primary key is declared when the data
-satisfies it (DuckDB enforces keys); foreign keys are not declared (DuckDB enforces them too and
-the Spider data breaks many), so the schema shown to the model lists none for DuckDB.
+satisfies it (DuckDB enforces keys), and a foreign key when it references a table created before
+on that table's primary key and the data satisfies it (DuckDB enforces them too, SQLite did not).
 
 The file is written beside its target under a temporary name and renamed into place, so a
 reader never sees half a database. A sidecar `<file>.macsql-loader` records the source file's
@@ -36,8 +36,9 @@ from macsql.database.postgres_loader import (
     spider_sqlite_path,
 )
 
+# Every integer column is BIGINT, so that a key and the columns referring to it match.
 _DUCKDB_TYPES = {
-    "integer": "INTEGER",
+    "integer": "BIGINT",
     "bigint": "BIGINT",
     "double precision": "DOUBLE",
     "numeric": "DOUBLE",
@@ -68,40 +69,89 @@ def key_holds(conn: sqlite3.Connection, plan: TablePlan) -> bool:
     return row is not None and row == (0, 0)
 
 
-def _create_table(
-    duck: Any, source: sqlite3.Connection, plan: TablePlan, report: LoadReport
-) -> None:
+def _foreign_keys(
+    plan: TablePlan, keyed: dict[str, list[str]], types: dict[tuple[str, str], str]
+) -> list[str]:
+    """FOREIGN KEY clauses DuckDB can hold: to a table created before this one, on its whole
+    primary key, between columns of the same type."""
+    clauses = []
+    for cols, ref_table, ref_cols in plan.foreign_keys:
+        target = keyed.get(ref_table)
+        resolved = ref_cols if all(ref_cols) else (target or [])
+        if (
+            ref_table == plan.name
+            or target is None
+            or list(resolved) != list(target)
+            or len(cols) != len(resolved)
+            or any(
+                types.get((plan.name, c)) != types.get((ref_table, r))
+                for c, r in zip(cols, resolved, strict=True)
+            )
+        ):
+            continue
+        clauses.append(
+            f"FOREIGN KEY ({', '.join(quote_ident(c) for c in cols)}) REFERENCES "
+            f"{quote_ident(ref_table)} ({', '.join(quote_ident(c) for c in resolved)})"
+        )
+    return clauses
+
+
+def _create_and_fill(
+    duck: Any, source: sqlite3.Connection, plan: TablePlan, keys: list[str]
+) -> int:
     parts = [
         f"{quote_ident(c.name)} {_DUCKDB_TYPES[c.pg_type]}{' NOT NULL' if c.not_null else ''}"
         for c in plan.columns
     ]
-    if plan.primary_key:
-        if key_holds(source, plan):
-            parts.append(f"PRIMARY KEY ({', '.join(quote_ident(c) for c in plan.primary_key)})")
-            report.primary_keys += 1
-        else:
-            report.warnings.append(f"{plan.name}: primary key skipped (the data violates it)")
-    duck.execute(f"CREATE TABLE {quote_ident(plan.name)} ({', '.join(parts)})")
+    table = quote_ident(plan.name)
+    duck.execute(f"CREATE TABLE {table} ({', '.join(parts + keys)})")
     # One INSERT of many rows: DuckDB's executemany runs a statement per row, far slower.
     row_marks = f"({', '.join('?' for _ in plan.columns)})"
-    table = quote_ident(plan.name)
     batch: list[tuple[Any, ...]] = []
     count = 0
-
-    def flush() -> None:
-        values = ", ".join(row_marks for _ in batch)
-        duck.execute(f"INSERT INTO {table} VALUES {values}", [v for row in batch for v in row])
-
-    for row in _rows(source, plan):
-        batch.append(row)
-        if len(batch) >= _INSERT_BATCH:
-            flush()
+    for row in [*_rows(source, plan), None]:
+        if row is not None:
+            batch.append(row)
+        if batch and (row is None or len(batch) >= _INSERT_BATCH):
+            values = ", ".join(row_marks for _ in batch)
+            duck.execute(f"INSERT INTO {table} VALUES {values}", [v for r in batch for v in r])
             count += len(batch)
             batch = []
-    if batch:
-        flush()
-        count += len(batch)
+    return count
+
+
+def _create_table(
+    duck: Any,
+    source: sqlite3.Connection,
+    plan: TablePlan,
+    report: LoadReport,
+    keyed: dict[str, list[str]],
+    types: dict[tuple[str, str], str],
+) -> None:
+    import duckdb
+
+    primary: list[str] = []
+    if plan.primary_key:
+        if key_holds(source, plan):
+            primary = [f"PRIMARY KEY ({', '.join(quote_ident(c) for c in plan.primary_key)})"]
+        else:
+            report.warnings.append(f"{plan.name}: primary key skipped (the data violates it)")
+    links = _foreign_keys(plan, keyed, types)
+    try:
+        count = _create_and_fill(duck, source, plan, primary + links)
+    except duckdb.Error as exc:
+        if not links:
+            raise
+        # DuckDB enforces foreign keys and SQLite never did: the data breaks one.
+        duck.execute(f"DROP TABLE IF EXISTS {quote_ident(plan.name)}")
+        report.warnings.append(f"{plan.name}: foreign keys skipped ({str(exc).splitlines()[0]})")
+        links = []
+        count = _create_and_fill(duck, source, plan, primary)
     report.tables[plan.name] = count
+    report.foreign_keys += len(links)
+    if primary:
+        report.primary_keys += 1
+        keyed[plan.name] = plan.primary_key
 
 
 def copy_sqlite_to_duckdb(
@@ -121,7 +171,7 @@ def copy_sqlite_to_duckdb(
     report = LoadReport(database=target.stem, source=str(path))
     marker = (
         f"{MARKER_PREFIX}{LOADER_VERSION}:{file_sha256(path)}:"
-        f"{'numeric-text' if numeric_text else 'declared-text'}"
+        f"{'numeric-text' if numeric_text else 'declared-text'}:duckdb-v2"
     )
     sidecar = target.with_name(target.name + ".macsql-loader")
     if target.exists():
@@ -141,8 +191,15 @@ def copy_sqlite_to_duckdb(
         duck = duckdb.connect(str(partial))
         try:
             with _open_sqlite(path) as source:
-                for plan in plan_tables(source, report.warnings, numeric_text):
-                    _create_table(duck, source, plan, report)
+                plans = plan_tables(source, report.warnings, numeric_text)
+                types = {
+                    (plan.name, c.name): _DUCKDB_TYPES[c.pg_type]
+                    for plan in plans
+                    for c in plan.columns
+                }
+                keyed: dict[str, list[str]] = {}
+                for plan in plans:
+                    _create_table(duck, source, plan, report, keyed, types)
             duck.execute("CHECKPOINT")
         finally:
             duck.close()

@@ -96,6 +96,9 @@ def test_schema_is_introspected_with_examples(concert: DatabaseRef) -> None:
     singer = schema.table("singer")
     assert singer is not None and singer.column("singer_id").primary_key
     assert "France" in singer.column("country").examples
+    links = {(fk.table, fk.column, fk.ref_table, fk.ref_column) for fk in schema.foreign_keys}
+    assert ("singer_in_concert", "singer_id", "singer", "singer_id") in links
+    assert ("concert", "stadium_id", "stadium", "stadium_id") in links
 
 
 # --- the engine layer alone (the guard bypassed) ----------------------------------------------
