@@ -65,3 +65,17 @@ def test_duckdb_file_must_exist(tmp_path: Any) -> None:
         resolve_database(f"duckdb:///{tmp_path}/missing.duckdb")
     with pytest.raises(DatabaseNotFoundError, match="in-memory DuckDB"):
         resolve_database("duckdb:///:memory:")
+
+
+def test_mysql_tests_fail_loudly_in_ci_and_skip_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mysql_support import require_mysql_url
+
+    monkeypatch.delenv("MACSQL_MYSQL_URL", raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true but MACSQL_MYSQL_URL is not set"):
+        require_mysql_url()
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match=r"scripts/ci_mariadb\.sh"):
+        require_mysql_url()
+    monkeypatch.setenv("MACSQL_MYSQL_URL", "mysql://u:p@127.0.0.1:1/")
+    assert require_mysql_url() == "mysql://u:p@127.0.0.1:1/"
