@@ -107,7 +107,7 @@ def _children_cpu() -> float:
 
 
 def _end_to_end(env: dict[str, str]) -> tuple[float, float, float]:
-    from macsql.llm.scripted import ScriptedOpenAIServer
+    from macsql.tools.scripted import ScriptedOpenAIServer
 
     first: list[float] = []
     lock = threading.Lock()

@@ -198,7 +198,7 @@ def _demo(argv: list[str] | None = None) -> None:
 
     from macsql.database.demo import ensure_demo_database
     from macsql.llm.models import registered_chat_model
-    from macsql.llm.scripted import ScriptedChatModel
+    from macsql.tools.scripted import ScriptedChatModel
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question", nargs="?", default="How many books are there per genre?")

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
@@ -33,6 +34,15 @@ MODEL_FAILURE_PREFIXES = ("model call failed", "model configuration error")
 
 def is_model_failure(error: object) -> bool:
     return isinstance(error, str) and error.startswith(MODEL_FAILURE_PREFIXES)
+
+
+AGENT_METADATA_KEY = "macsql_agent"
+"""The run metadata key that names a model call's agent, for callbacks and in-process models."""
+
+AGENT_HEADER = "X-Macsql-Agent"
+"""The HTTP header naming the agent of a request to an OpenAI-compatible server. A header, not a
+body field: the body stays what the server's API defines (OpenAI's `user` would reach OpenAI's
+abuse monitoring), and servers and proxies ignore headers they do not know."""
 
 
 @dataclass
@@ -98,7 +108,7 @@ def call_model(
         return ModelReply("", f"{MODEL_FAILURE_PREFIXES[1]}: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
         return _failed_call(settings, agent, exc, 0.0)
-    config: Any = {"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}}
+    config: Any = {"tags": [f"macsql:{agent}"], "metadata": {AGENT_METADATA_KEY: agent}}
     attempt = StructuredAttempt()
     if schema is not None:
         with model_request_slot():
@@ -110,7 +120,7 @@ def call_model(
     with model_request_slot():  # latency counts from the slot, not the wait for it
         started = time.perf_counter()
         try:
-            reply = model.invoke(messages, config=config)
+            reply = model.invoke(messages, config=config, **_request_options(model, agent))
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
             failed = _failed_call(settings, agent, exc, time.perf_counter() - started)
             failed.usage = merge_usage(attempt.usage(agent), failed.usage)
@@ -120,6 +130,16 @@ def call_model(
     answered.usage = merge_usage(attempt.usage(agent), answered.usage)
     answered.notes = attempt.notes
     return answered
+
+
+def _request_options(model: BaseChatModel, agent: str) -> dict[str, Any]:
+    """Per-request options that carry the agent over HTTP, for models on the OpenAI client
+    (its `extra_headers`); other providers get none, since their clients may reject them."""
+    from langchain_openai.chat_models.base import BaseChatOpenAI
+
+    if isinstance(model, BaseChatOpenAI):
+        return {"extra_headers": {AGENT_HEADER: agent}}
+    return {}
 
 
 def _reply_of(

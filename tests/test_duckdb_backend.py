@@ -24,7 +24,7 @@ from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
 from macsql.database.schema import build_schema
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytest.importorskip("duckdb_engine", reason='DuckDB tests need pip install "macsql[duckdb]"')
 

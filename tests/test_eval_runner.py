@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spider_eval_args
+from conftest import SPIDER, spider_eval_args
 
 from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import NO_PREDICTION, read_spider_predictions
@@ -20,11 +20,7 @@ from macsql.evals.runner import run_eval, run_eval_sync
 from macsql.evals.scheduler import items_in_flight
 from macsql.evals.scoring import score_predictions
 
-DATA = Path(
-    os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
-SPIDER = DATA / "spider"
-needs_spider = pytest.mark.skipif(not (SPIDER / "dev.json").is_file(), reason="no Spider data")
+needs_spider = pytest.mark.needs_data("spider")
 
 
 def _options(tmp_path: Path, **kw: Any) -> EvalOptions:
@@ -38,6 +34,7 @@ def _options(tmp_path: Path, **kw: Any) -> EvalOptions:
     return EvalOptions(**values)
 
 
+@pytest.mark.slow
 @needs_spider
 def test_spider_gold_run_scores_100_on_972_and_skips_62(tmp_path: Path) -> None:
     started = time.perf_counter()

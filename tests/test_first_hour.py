@@ -18,7 +18,7 @@ from macsql.cli.main import main
 from macsql.graph.context import Context
 from macsql.graph.macsql_graph import builder
 from macsql.graph.registry import get_pipeline
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 CONCERT = str(spider_db("concert_singer"))
 QUESTION = "What is the name of the oldest singer?"

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import SPIDER, spider_db
+from conftest import SPIDER, concert_db, spider_db
 
 from macsql.database.connection import resolve_database
 from macsql.database.execution import Outcome, execute_sql
@@ -127,6 +127,8 @@ def test_read_only_functions_off_the_allow_list_are_refused(sql: str, dialect: s
     assert "Context.allowed_functions" in (verdict.reason or "")
 
 
+@pytest.mark.slow
+@pytest.mark.needs_data("spider")
 def test_no_false_refusal_on_spider_dev_gold_in_both_dialects() -> None:
     items = spider_dev_gold()
     assert len(items) == 972
@@ -139,6 +141,8 @@ def test_no_false_refusal_on_spider_dev_gold_in_both_dialects() -> None:
     assert refused == []
 
 
+@pytest.mark.slow
+@pytest.mark.needs_data("spider")
 def test_every_spider_dev_gold_query_executes_on_sqlite_through_the_executor() -> None:
     outcomes: Counter[Outcome] = Counter()
     failures = []
@@ -308,7 +312,7 @@ def test_verdict_is_frozen() -> None:
 
 
 def test_executor_maps_guard_kinds_to_outcomes() -> None:
-    ref = resolve_database(str(spider_db("concert_singer")))
+    ref = resolve_database(str(concert_db()))
     rejected = execute_sql(ref, "DROP TABLE singer")
     assert rejected.outcome == Outcome.REJECTED
     assert rejected.error_class == "GuardRejection"
@@ -318,6 +322,8 @@ def test_executor_maps_guard_kinds_to_outcomes() -> None:
     assert syntax.error and syntax.error.startswith("SQL syntax error")
 
 
+@pytest.mark.slow
+@pytest.mark.needs_data("spider")
 def test_guard_is_fast_on_spider_dev_gold() -> None:
     # The benchmark (benchmarks/bench_guard.py) reports the figures; this only catches a
     # gross regression, with a loose bound so that a slow CI machine does not flake. Verdicts

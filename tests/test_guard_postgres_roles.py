@@ -25,8 +25,8 @@ from macsql.database import execution
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, GuardVerdict
-from macsql.database.postgres_loader import copy_sqlite_to_postgres, database_url, psycopg_url
 from macsql.database.relation_inventory import clear_inventories, take_privilege_warning
+from macsql.tools.postgres_loader import copy_sqlite_to_postgres, database_url, psycopg_url
 
 pytestmark = pytest.mark.postgres
 

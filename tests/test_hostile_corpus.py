@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spider_db
+from conftest import concert_db
 from pg_support import pg_checksum, writable_engine
 from sqlalchemy import text
 
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
-from macsql.database.postgres_loader import copy_sqlite_to_postgres, database_url
 from macsql.graph.macsql_graph import graph
+from macsql.tools.postgres_loader import copy_sqlite_to_postgres, database_url
 
 DATA = Path(__file__).parent / "data"
 HEADER = re.compile(r"^-- @@ (?P<kind>\w+) \| (?P<note>.+)$")
@@ -143,7 +143,7 @@ class SqliteTarget:
 
 @pytest.fixture(scope="module")
 def sqlite_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteTarget]:
-    source = spider_db("concert_singer")
+    source = concert_db()
     path = tmp_path_factory.mktemp("hostile") / "concert_singer.sqlite"
     shutil.copyfile(source, path)
     path.chmod(0o644)  # writable on disk: only macsql's own layers may stop the writes
@@ -232,7 +232,7 @@ OBEDIENT_REPLIES = [
 
 
 def make_hostile_sqlite(path: Path) -> None:
-    shutil.copyfile(spider_db("concert_singer"), path)
+    shutil.copyfile(concert_db(), path)
     path.chmod(0o644)
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE fan_mail (mail_id INTEGER PRIMARY KEY, singer_id INT, message TEXT)")

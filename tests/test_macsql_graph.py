@@ -6,11 +6,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import BIRD, spider_db
+from conftest import concert_db
 
 from macsql.graph.macsql_graph import graph
 
-CONCERT = str(spider_db("concert_singer"))
+CONCERT = str(concert_db())
 
 
 def sql_reply(sql: str) -> str:
@@ -28,7 +28,7 @@ def test_first_try_success_goes_straight_to_the_end(scripted) -> None:
     out = run(context)
     assert out["status"] == "ok" and out["outcome"] == "ok"
     assert out["attempts"] == 1
-    assert out["rows"] == [["Tribal King"]] and out["columns"] == ["Name"]
+    assert out["rows"] == [["Teo Alvarez"]] and out["columns"] == ["Name"]
     assert out["selector_used"] is False
     assert len(model.prompts) == 1  # no Selector, no Refiner
     assert set(out["usage"]) == {"decomposer"}
@@ -50,6 +50,7 @@ def test_output_is_narrow(scripted) -> None:
         "selector_fallback",
         "usage",
         "fallbacks",
+        "linking",
     }
     assert "schema" not in out and "candidate_sql" not in out
 
@@ -188,12 +189,12 @@ def test_selector_is_skipped_on_a_small_schema(scripted) -> None:
 
 
 @pytest.fixture(scope="module")
-def wide_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wide_db(tmp_path_factory: pytest.TempPathFactory, bird_dir: Path) -> Path:
     """BIRD's california_schools (89 columns), schema-only, with its descriptions beside it."""
     from macsql.evals.bird_schema import build_schema_only_layout
 
     root = build_schema_only_layout(
-        BIRD, tmp_path_factory.mktemp("bird"), db_ids=["california_schools"]
+        bird_dir, tmp_path_factory.mktemp("bird"), db_ids=["california_schools"]
     )
     return root / "dev_databases" / "california_schools" / "california_schools.sqlite"
 

@@ -26,7 +26,7 @@ from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
 from macsql.database.schema import build_schema
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytest.importorskip("pymysql", reason='MySQL tests need pip install "macsql[mysql]"')
 

@@ -13,8 +13,8 @@ from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.relation_inventory import clear_inventories
 from macsql.database.schema import build_schema
-from macsql.llm.scripted import ScriptedOpenAIServer
 from macsql.nodes.schema_render import render_foreign_keys
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.postgres
 
@@ -77,10 +77,12 @@ def test_ask_on_postgres_with_a_refine(
     assert "UndefinedColumn" in refiner_prompt
 
 
+@pytest.mark.slow
+@pytest.mark.needs_data("spider")
 def test_eval_gold_on_postgres(
     pg_admin_url: str, tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:  # type: ignore[no-untyped-def]
-    from macsql.database.postgres_loader import database_url
+    from macsql.tools.postgres_loader import database_url
 
     clear_inventories()
     url = database_url(pg_admin_url, "DBID").replace("DBID", "{db_id}")

@@ -24,8 +24,8 @@ from conftest import SPIDER, spider_eval_args
 from sqlglot import exp
 
 from macsql.cli.main import main
-from macsql.llm.scripted import Reply, ScriptedOpenAIServer, ScriptedReply
 from macsql.llm.structured import forget_rejections
+from macsql.tools.scripted import Reply, ScriptedOpenAIServer, ScriptedReply
 
 pytestmark = pytest.mark.skipif(
     not (SPIDER / "dev.json").exists(), reason="the Spider data is not in /work/shared/data"

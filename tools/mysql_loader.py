@@ -23,8 +23,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from macsql.database.drivers import normalise_url
-from macsql.database.duckdb_loader import key_holds
-from macsql.database.postgres_loader import (
+from macsql.tools.duckdb_loader import key_holds
+from macsql.tools.postgres_loader import (
     LOADER_VERSION,
     MARKER_PREFIX,
     LoaderError,

@@ -29,7 +29,7 @@ here with AUTOCOMMIT; macsql's pooled engines (`macsql.database.connection`) sta
 
 Command line (the `macsql load-postgres` subcommand calls `main_load`):
 
-    python -m macsql.database.postgres_loader --admin-url postgresql+psycopg://u:p@host/postgres \
+    python -m macsql.tools.postgres_loader --admin-url postgresql+psycopg://u:p@host/postgres \
         --spider-dir ../shared/data/spider concert_singer pets_1
 """
 
@@ -696,7 +696,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main_load(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `macsql load-postgres` (and `python -m macsql.database.postgres_loader`).
+    """Entry point of `macsql load-postgres` (and `python -m macsql.tools.postgres_loader`).
 
     Returns the process exit status: 0 on success, 2 on a usage or loading error.
     """
@@ -767,7 +767,7 @@ def _main_other(args: argparse.Namespace, db_ids: list[str], backend: str) -> in
                     file=sys.stderr,
                 )
                 return 2
-            from macsql.database.duckdb_loader import load_into_duckdb
+            from macsql.tools.duckdb_loader import load_into_duckdb
 
             reports = load_into_duckdb(
                 args.spider_dir,
@@ -778,7 +778,7 @@ def _main_other(args: argparse.Namespace, db_ids: list[str], backend: str) -> in
                 numeric_text=not args.keep_numeric_text,
             )
         else:
-            from macsql.database.mysql_loader import load_into_mysql
+            from macsql.tools.mysql_loader import load_into_mysql
 
             reports = load_into_mysql(
                 args.spider_dir,

@@ -15,6 +15,12 @@ arguments or `response_format` content to a structured request, and as JSON text
 The server speaks the parts of the API that real models' replies exercise: tool calls and
 `response_format` (or, with `reject_structured=True`, the HTTP 400 of servers that support
 neither), `reasoning_content` beside the answer, and `finish_reason`, streaming and not.
+
+A responder may also be a mapping from an agent's name (`Agent` values: "decomposer",
+"refiner", ...) to one of those or to a fixed reply. A mapping answers each call by the agent
+that made it, which `call_model` names in the run's metadata (in-process) and in the
+`X-Macsql-Agent` header (over HTTP), so a test's script does not depend on the wording of any
+prompt.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,6 +41,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
+
+from macsql.llm.calls import AGENT_HEADER, AGENT_METADATA_KEY
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,9 @@ class ScriptedReply:
 
 Reply = str | int | BaseException | dict[str, Any] | ScriptedReply
 Responder = Callable[[str], Reply]
+Script = Responder | Sequence[Reply]
+AgentScripts = Mapping[str, Script | Reply]
+"""Per agent: a function, replies in order, or one reply for every call."""
 
 
 def _parts(reply: str | dict[str, Any] | ScriptedReply) -> ScriptedReply:
@@ -76,22 +87,48 @@ def _estimate_tokens(text: str) -> int:
 
 
 class _Script:
-    """A thread-safe source of replies: a sequence consumed in order, or a function."""
+    """A thread-safe source of replies: a sequence consumed in order, a function, or one of
+    those per agent."""
 
-    def __init__(self, responder: Responder | Sequence[Reply]) -> None:
-        self._fn = responder if callable(responder) else None
-        self._queue = list(responder) if not callable(responder) else []
+    def __init__(self, responder: Script | AgentScripts) -> None:
+        self._by_agent: dict[str, _Script] | None = None
+        self._fn: Responder | None = None
+        self._queue: list[Reply] = []
+        if isinstance(responder, Mapping):
+            self._by_agent = {str(agent): _Script(_as_script(r)) for agent, r in responder.items()}
+        elif callable(responder):
+            self._fn = responder
+        else:
+            self._queue = list(responder)
         self._lock = threading.Lock()
         self.prompts: list[str] = []
+        self.agents: list[str | None] = []
 
-    def next(self, prompt: str) -> Reply:
+    def next(self, prompt: str, agent: str | None = None) -> Reply:
         with self._lock:
             self.prompts.append(prompt)
+            self.agents.append(agent)
+            if self._by_agent is not None:
+                script = self._by_agent.get(agent or "")
+                if script is None:
+                    raise LookupError(
+                        f"scripted model has no script for agent {agent!r} "
+                        f"(it has {sorted(self._by_agent)})"
+                    )
+                return script.next(prompt, agent)
             if self._fn is not None:
                 return self._fn(prompt)
             if not self._queue:
                 raise RuntimeError(f"scripted model has no reply left for call {len(self.prompts)}")
             return self._queue.pop(0)
+
+
+def _as_script(responder: Script | Reply) -> Script:
+    """A fixed reply (text, HTTP status or exception) answers every call; scripts stay."""
+    if isinstance(responder, str | int | BaseException | dict | ScriptedReply):
+        fixed = responder
+        return lambda _prompt: fixed
+    return responder
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -109,12 +146,20 @@ class ScriptedChatModel(BaseChatModel):
         return self._script.prompts
 
     @property
+    def agents(self) -> list[str | None]:
+        """The agent of each call in `prompts` (None for a call made outside `call_model`)."""
+        return self._script.agents
+
+    @property
     def _llm_type(self) -> str:
         return "macsql-scripted"
 
-    def _reply(self, messages: list[BaseMessage]) -> tuple[str, UsageMetadata, ScriptedReply]:
+    def _reply(
+        self, messages: list[BaseMessage], run_manager: CallbackManagerForLLMRun | None
+    ) -> tuple[str, UsageMetadata, ScriptedReply]:
         text = prompt_text(messages)
-        reply = self._script.next(text)
+        metadata = run_manager.metadata if run_manager else {}
+        reply = self._script.next(text, metadata.get(AGENT_METADATA_KEY))
         if isinstance(reply, BaseException):
             raise reply
         if isinstance(reply, int):
@@ -144,7 +189,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply, usage, parts = self._reply(messages)
+        reply, usage, parts = self._reply(messages, run_manager)
         message = AIMessage(content=reply, usage_metadata=usage, **self._extras(parts))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -155,7 +200,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply, usage, parts = self._reply(messages)
+        reply, usage, parts = self._reply(messages, run_manager)
         pieces = [reply[i : i + 16] for i in range(0, len(reply), 16)] or [""]
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1
@@ -170,8 +215,10 @@ class ScriptedChatModel(BaseChatModel):
 
 
 class _QuietHTTPServer(ThreadingHTTPServer):
-    """A client that hangs up mid-reply (a timeout, a cancelled item) is normal here; the
-    stock server prints its traceback to stderr, where it lands in another test's capture."""
+    """Drops a client that hung up (a test of client timeouts does that on purpose): otherwise the
+    late reply's BrokenPipeError traceback lands on whichever test owns stderr by then."""
+
+    daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -217,7 +264,7 @@ class ScriptedOpenAIServer:
 
     def __init__(
         self,
-        responder: Responder | Sequence[Reply],
+        responder: Script | AgentScripts,
         *,
         delay: float = 0.0,
         port: int = 0,
@@ -275,7 +322,7 @@ class ScriptedOpenAIServer:
                     reply = 400
                 else:
                     try:
-                        reply = server._script.next(prompt)
+                        reply = server._script.next(prompt, self.headers.get(AGENT_HEADER))
                     except Exception as exc:
                         reply = exc
                 if server.delay:
@@ -381,12 +428,16 @@ class ScriptedOpenAIServer:
                 self.wfile.flush()
 
         self._httpd = _QuietHTTPServer(("127.0.0.1", port), Handler)
-        self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     @property
     def prompts(self) -> list[str]:
         return self._script.prompts
+
+    @property
+    def agents(self) -> list[str | None]:
+        """The agent named by each request's `X-Macsql-Agent` header, in `prompts` order."""
+        return self._script.agents
 
     @property
     def base_url(self) -> str:

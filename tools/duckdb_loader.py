@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from macsql.database.postgres_loader import (
+from macsql.tools.postgres_loader import (
     LOADER_VERSION,
     MARKER_PREFIX,
     LoaderError,
