@@ -69,6 +69,8 @@ if [[ "$(id -u)" == 0 ]]; then
     chmod o+x "$(dirname "$BASE")" 2>/dev/null || true
 fi
 chown "$RUN_USER" "$BASE"
+# mariadb-install-db gives root and the installing OS user socket authentication.
+ADMIN="$(id -un)"
 
 if [[ ! -d "$DATA/mysql" ]]; then
     log "initialising a MariaDB data directory in $DATA"
@@ -91,17 +93,17 @@ else
         --innodb-buffer-pool-size=64M --performance-schema=OFF --max-connections=200 \
         >/dev/null 2>&1 &
     for _ in $(seq 1 150); do
-        [[ -S "$SOCK" ]] && mariadb --socket="$SOCK" -uroot -e "SELECT 1" >/dev/null 2>&1 && break
+        [[ -S "$SOCK" ]] && mariadb --socket="$SOCK" -u"$ADMIN" -e "SELECT 1" >/dev/null 2>&1 && break
         sleep 0.2
     done
-    mariadb --socket="$SOCK" -uroot -e "SELECT 1" >/dev/null 2>&1 \
+    mariadb --socket="$SOCK" -u"$ADMIN" -e "SELECT 1" >/dev/null 2>&1 \
         || { tail -n 30 "$LOG" >&2 || true; die "MariaDB did not start"; }
     echo "$PORT" > "$BASE/port"
 fi
 
 # The test user: all privileges (it loads databases) with a password, reached over TCP.
 PASS_SQL="${DB_PASS//\'/\'\'}"
-mariadb --socket="$SOCK" -uroot <<SQL
+mariadb --socket="$SOCK" -u"$ADMIN" <<SQL
 CREATE USER IF NOT EXISTS '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$PASS_SQL';
 ALTER USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$PASS_SQL';
 GRANT ALL PRIVILEGES ON *.* TO '$DB_USER'@'127.0.0.1' WITH GRANT OPTION;
