@@ -30,6 +30,9 @@ def _demo_main(args: argparse.Namespace) -> int:
     return 0
 
 
+_LOAD_COMMANDS = ("load", "load-postgres")
+
+
 def _load_postgres_main(args: argparse.Namespace) -> int:
     from macsql.tools.postgres_loader import main_load
 
@@ -97,13 +100,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     demo.add_argument("path", nargs="?", default=None)
     handlers["demo"] = _demo_main
 
-    load = sub.add_parser(
-        "load-postgres",
-        help="copy SQLite databases (Spider's by default) into PostgreSQL",
-        add_help=False,
-    )
-    load.add_argument("loader_args", nargs=argparse.REMAINDER)
-    handlers["load-postgres"] = _load_postgres_main
+    for name in _LOAD_COMMANDS:
+        load = sub.add_parser(
+            name,
+            help="copy SQLite databases (Spider's by default) into PostgreSQL or DuckDB (--to URL)"
+            if name == "load"
+            else "alias of `load`",
+            add_help=False,
+        )
+        load.add_argument("loader_args", nargs=argparse.REMAINDER)
+        handlers[name] = _load_postgres_main
 
     draw = sub.add_parser("graph", help="print a pipeline's graph as Mermaid")
     draw.add_argument("--pipeline", default="macsql")
@@ -136,7 +142,7 @@ def run() -> int:
 
 
 def _main(argv: list[str], collecting: bool) -> int:
-    if argv[:1] == ["load-postgres"]:  # the loader owns its options, --help included
+    if argv[:1] and argv[0] in _LOAD_COMMANDS:  # the loader owns its options, --help included
         return _load_postgres_main(argparse.Namespace(loader_args=argv[1:]))
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)

@@ -3,7 +3,8 @@
 A database is named by a SQLite file path or an SQLAlchemy URL. Engines are created once per
 database and reused (SQLAlchemy pools the connections), and every engine is read-only at the
 engine level: SQLite is opened with `mode=ro` and `PRAGMA query_only`, PostgreSQL sessions
-default to read-only transactions.
+default to read-only transactions, DuckDB files are opened `read_only` with external access
+disabled (`macsql.database.duckdb_backend`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from sqlalchemy.exc import ArgumentError
 
 from macsql.database.connection_errors import DatabaseUnavailableError, describe_database_error
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
+from macsql.database.drivers import check_driver, normalise_url
+from macsql.database.duckdb_backend import duckdb_engine, duckdb_path
+from macsql.database.mysql_backend import mysql_engine
 
 
 class DatabaseNotFoundError(ValueError):
@@ -45,6 +49,7 @@ _DISPLAY_NAMES = {
     "postgres": "PostgreSQL",
     "mysql": "MySQL",
     "tsql": "SQL Server",
+    "duckdb": "DuckDB",
 }
 
 
@@ -70,6 +75,8 @@ class DatabaseRef:
         """A short, password-free name: the file stem or the URL's database name."""
         if self.sqlite_path is not None:
             return self.sqlite_path.stem
+        if self.backend == "duckdb":
+            return Path(make_url(self.url).database or self.backend).stem
         return make_url(self.url).database or self.backend
 
     @property
@@ -89,6 +96,10 @@ class DatabaseRef:
         if self.sqlite_path is not None:
             stat = self.sqlite_path.stat()
             return (str(self.sqlite_path), stat.st_mtime, stat.st_size)
+        duck_file = duckdb_path(self.url) if self.backend == "duckdb" else None
+        if duck_file is not None and duck_file.is_file():
+            stat = duck_file.stat()
+            return (self.safe_url, stat.st_mtime, stat.st_size)
         return (self.safe_url, 0.0, 0)
 
 
@@ -123,7 +134,17 @@ def resolve_database(db: str) -> DatabaseRef:
         if not url.database or url.database == ":memory:":
             raise DatabaseNotFoundError("an in-memory SQLite database has no tables to query")
         return resolve_database(url.database)
-    return DatabaseRef(url=text, backend=backend)
+    problem = check_driver(url)
+    if problem:
+        raise DatabaseNotFoundError(problem)
+    if backend == "duckdb":
+        # A read-only open of a missing file fails anyway; say so before DuckDB does.
+        duck_file = duckdb_path(text)
+        if duck_file is None:
+            raise DatabaseNotFoundError("an in-memory DuckDB database has no tables to query")
+        if not duck_file.is_file():
+            raise DatabaseNotFoundError(f"database file not found: {duck_file}")
+    return DatabaseRef(url=normalise_url(text), backend=backend)
 
 
 _engines: dict[str, Engine] = {}
@@ -157,6 +178,10 @@ def _server_engine(ref: DatabaseRef) -> Engine:
         return create_engine(
             url, connect_args=connect_args, pool_size=8, max_overflow=32, pool_pre_ping=True
         )
+    if ref.backend == "duckdb":
+        return duckdb_engine(ref.url)
+    if ref.backend in ("mysql", "mariadb"):
+        return mysql_engine(ref.url)
     return create_engine(ref.url, pool_pre_ping=True)
 
 

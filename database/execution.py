@@ -8,6 +8,9 @@ server's `statement_timeout`, cut to the time left before every fetch), and at m
 rows are fetched. Failures come back as an `ExecutionResult` with a classified status, never as
 an exception: bad SQL is data for the Refiner, and a raised `OperationalError` would be retried
 by LangGraph's default RetryPolicy.
+
+DuckDB and MySQL/MariaDB have runners of their own with the same guarantees (`duckdb_backend`,
+`mysql_backend`); other SQLAlchemy backends get the guard and the row cap only.
 """
 
 from __future__ import annotations
@@ -25,11 +28,16 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.duckdb_backend import run_duckdb
 from macsql.database.guard import GuardKind, function_allowed, make_policy
+from macsql.database.mysql_backend import run_mysql
 from macsql.database.relation_inventory import guard_verdict
 from macsql.graph.state import ExecutionRecord
 
 FETCH_BATCH = 1000
+
+# Backends whose read-only session, timeout and streamed fetch live in their own module.
+_BACKEND_RUNNERS = {"duckdb": run_duckdb, "mysql": run_mysql, "mariadb": run_mysql}
 
 
 class Outcome(StrEnum):
@@ -131,6 +139,11 @@ def execute_sql(
                 result = _run_sqlite(conn, sql, timeout, max_rows, sqlite_authorizer(extra))
             elif db.backend == "postgresql":
                 result = _run_postgres(conn, sql, timeout, max_rows)
+            elif db.backend in _BACKEND_RUNNERS:
+                run = _BACKEND_RUNNERS[db.backend]
+                result = ExecutionResult(
+                    sql, Outcome.OK, *run(conn, sql, timeout, max_rows, _fetch)
+                )
             else:
                 result = _run_generic(conn, sql, max_rows)
     except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
@@ -276,6 +289,7 @@ _SYNTAX_MARKERS = (
     "unrecognized token",
     "unterminated",
     "42601",
+    "error in your sql syntax",  # MySQL/MariaDB 1064
 )
 _UNKNOWN_MARKERS = (
     "no such table",
@@ -285,6 +299,9 @@ _UNKNOWN_MARKERS = (
     "42703",
     "no such function",
     "42883",
+    "doesn't exist",  # MySQL/MariaDB 1146
+    "unknown column",  # MySQL/MariaDB 1054
+    "does not exist",
 )
 _TIMEOUT_MARKERS = ("interrupted", "statement timeout", "canceling statement", "57014")
 # The engine's own read-only layer refused the statement (SQLite's authorizer or read-only
@@ -295,6 +312,12 @@ _REFUSED_MARKERS = (
     "readonly database",
     "read-only transaction",
     "25006",
+    "read-only mode",  # DuckDB: a file opened read_only
+    "disabled by configuration",  # DuckDB: external access disabled
+    "disabled through configuration",
+    "configuration has been locked",
+    "read only transaction",  # MySQL/MariaDB 1792
+    "1792",
 )
 
 

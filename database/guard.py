@@ -46,6 +46,11 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from macsql.database.dialect_refusals import (
+    dialect_command_reason,
+    dialect_function_reason,
+    dialect_word_reason,
+)
 from macsql.database.guard_functions import COMMON_FUNCTIONS, SAFE_FUNCTIONS, UNSAFE_TYPED_FUNCTIONS
 from macsql.database.guard_relations import (
     Relations,
@@ -514,6 +519,20 @@ def _function_refusal(node: exp.Func, dialect: str, extra: frozenset[str]) -> st
     )
 
 
+def _dialect_refusal(node: exp.Func, dialect: str) -> str | None:
+    """The dialect's own refusals (`dialect_refusals`), whatever the allow-lists say."""
+    if isinstance(node, _NAMED_FUNCTIONS):
+        names: tuple[str, ...] = (node.name,)
+    else:
+        func_type: Any = type(node)
+        names = _typed_function_names(func_type)
+    for name in names:
+        why = dialect_function_reason(name, dialect)
+        if why is not None:
+            return _unsafe_message(name, why)
+    return None
+
+
 def _shadowed_function(node: exp.Func, policy: GuardPolicy) -> str | None:
     user_functions = policy.relations.user_functions if policy.relations else frozenset()
     if not user_functions:
@@ -585,8 +604,13 @@ def _first_word(tokens: list[Token]) -> str:
     return token.text.upper() if token is not None else ""
 
 
-def _command_verdict(word: str) -> GuardVerdict:
+def _command_verdict(word: str, dialect: str = "") -> GuardVerdict:
     shown = word if len(word) <= 40 else word[:40] + "..."
+    dialect_reason = dialect_command_reason(word, dialect)
+    if dialect_reason is not None:
+        return _refuse(
+            GuardKind.FORBIDDEN_COMMAND, f"Rejected: {shown} {dialect_reason}. {_ONLY_SELECT}."
+        )
     command = _COMMANDS.get(word)
     if command is None:
         # No SQL statement of any dialect we know starts like this: most likely a typo.
@@ -708,7 +732,7 @@ def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
     if first is None:
         return _refuse(GuardKind.SYNTAX, "SQL syntax error: only parentheses, no query.")
     if first.token_type not in _QUERY_STARTS_BY_DIALECT.get(dialect, _QUERY_STARTS):
-        return _command_verdict(first.text.upper())
+        return _command_verdict(first.text.upper(), dialect)
     for token in tokens:  # all of them: a comment after the final ';' counts too
         for comment in token.comments:
             if comment.lstrip().startswith(_EXECUTABLE_COMMENT):
@@ -718,6 +742,10 @@ def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
                     "(an executable comment). Remove the comment.",
                 )
 
+    bare = (t.text.upper() for t in statement if t.token_type not in _QUOTED_TOKENS)
+    word_reason = dialect_word_reason(bare, dialect)
+    if word_reason is not None:
+        return _refuse(GuardKind.WRITE, f"Rejected: {word_reason}. {_ONLY_SELECT}.")
     try:
         parsed = dialect_obj.parser().parse(statement, sql)
     except ParseError as exc:
@@ -732,6 +760,8 @@ def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
         )
     return _check_tree(roots[0], dialect, policy)
 
+
+_QUOTED_TOKENS = frozenset({TokenType.STRING, TokenType.IDENTIFIER})
 
 _cached_verdict = functools.lru_cache(maxsize=8192)(_verdict)
 
@@ -752,8 +782,10 @@ def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
         if isinstance(node, _FORBIDDEN_NODE_TYPES):
             return _nested_verdict(node)
         if isinstance(node, exp.Func):
-            refusal = _function_refusal(node, dialect, policy.allowed_functions) or (
-                _shadowed_function(node, policy)
+            refusal = (
+                _dialect_refusal(node, dialect)
+                or _function_refusal(node, dialect, policy.allowed_functions)
+                or _shadowed_function(node, policy)
             )
             if refusal is not None:
                 return _refuse(GuardKind.FORBIDDEN_FUNCTION, refusal)

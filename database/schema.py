@@ -28,6 +28,7 @@ from sqlalchemy.exc import SAWarning
 from macsql.database.atomic_files import write_text_atomically
 from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.duckdb_backend import DuckDBInspector
 from macsql.database.execution import Outcome, execute_sql
 
 SCHEMA_FORMAT_VERSION = 3
@@ -200,7 +201,7 @@ def build_schema(
     """Introspect `db` and sample value examples; no cache."""
     quiet_reflection_warnings()
     engine = get_engine(db)
-    inspector = inspect(engine)
+    inspector: Any = DuckDBInspector(engine) if db.backend == "duckdb" else inspect(engine)
     # Views are read-only and as queryable as tables, so the agents see them too.
     table_names = sorted({*inspector.get_table_names(), *inspector.get_view_names()})
     descriptions = load_descriptions(db.description_dir) if db.description_dir else {}

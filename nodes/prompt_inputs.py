@@ -12,6 +12,7 @@ _QUOTE_HINTS = {
         'e.g. "Free Meal Count".'
     ),
     "mysql": "Quote names that contain spaces or symbols with backticks.",
+    "duckdb": 'Quote names that contain spaces or symbols with double quotes, e.g. "Free Meal".',
 }
 
 
@@ -24,6 +25,7 @@ def dialect_name(dialect: str) -> str:
         "postgres": "PostgreSQL",
         "mysql": "MySQL",
         "tsql": "SQL Server",
+        "duckdb": "DuckDB",
     }.get(dialect, dialect or "SQL")
 
 

@@ -340,3 +340,7 @@ def scripted() -> Iterator[object]:
     yield make
     for manager in registered:
         manager.__exit__(None, None, None)  # type: ignore[attr-defined]
+
+
+# --- MySQL/MariaDB (issue 18): MACSQL_MYSQL_URL fixtures; the logic lives in tests/mysql_support.py
+from mysql_support import mysql_admin_url, mysql_spider  # noqa: E402, F401

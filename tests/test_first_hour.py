@@ -63,7 +63,8 @@ def test_a_csv_file_as_db_is_one_line_and_exit_2(
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("mysql://u:p@127.0.0.1/shop", "pip install mysqlclient"),
+        # mysql:// itself now means PyMySQL (the `mysql` extra; tests/test_backend_drivers.py)
+        ("mysql+mysqldb://u:p@127.0.0.1/shop", "pip install mysqlclient"),
         ("nosuchdriver://u:p@127.0.0.1/shop", "no 'nosuchdriver' database dialect"),
     ],
 )

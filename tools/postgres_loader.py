@@ -650,8 +650,9 @@ def load_spider_databases(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="macsql load-postgres",
-        description="Copy Spider (or any) SQLite databases into PostgreSQL, one database each.",
+        prog="macsql load",
+        description="Copy Spider (or any) SQLite databases into PostgreSQL or DuckDB, one "
+        "database each.",
     )
     parser.add_argument(
         "db_ids",
@@ -663,6 +664,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("MACSQL_PG_URL"),
         help="SQLAlchemy URL of the server's maintenance database, with a role that may "
         "create databases (default: $MACSQL_PG_URL)",
+    )
+    parser.add_argument(
+        "--to",
+        metavar="URL",
+        help="where to load: a PostgreSQL URL (as --admin-url), or duckdb:///DIR (one "
+        "DIR/<db_id>.duckdb file each) or duckdb:///DIR/{db_id}.duckdb",
     )
     parser.add_argument(
         "--spider-dir",
@@ -694,10 +701,22 @@ def main_load(argv: Sequence[str] | None = None) -> int:
     Returns the process exit status: 0 on success, 2 on a usage or loading error.
     """
     args = build_parser().parse_args(argv)
-    if not args.admin_url:
-        print("error: no --admin-url and MACSQL_PG_URL is not set", file=sys.stderr)
-        return 2
     db_ids = args.db_ids or ([] if args.sqlite else list(DEFAULT_SPIDER_DATABASES))
+    backend = make_url(args.to).get_backend_name() if args.to else "postgresql"
+    if backend in ("duckdb", "mysql", "mariadb"):
+        return _main_other(args, db_ids, backend)
+    if backend != "postgresql":
+        print(
+            f"error: cannot load into {backend}: --to takes a PostgreSQL, MySQL/MariaDB or "
+            "DuckDB URL",
+            file=sys.stderr,
+        )
+        return 2
+    if args.to:
+        args.admin_url = args.to
+    if not args.admin_url:
+        print("error: no --to, no --admin-url and MACSQL_PG_URL is not set", file=sys.stderr)
+        return 2
     try:
         reports = load_spider_databases(
             args.spider_dir,
@@ -720,11 +739,60 @@ def main_load(argv: Sequence[str] | None = None) -> int:
     except LoaderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    _print_reports(reports, args.verbose)
+    return 0
+
+
+def _print_reports(reports: list[LoadReport], verbose: bool) -> None:
     for report in reports:
         print(report.summary())
-        if args.verbose:
+        if verbose:
             for warning in report.warnings:
                 print(f"  warning: {warning}")
+
+
+def _main_other(args: argparse.Namespace, db_ids: list[str], backend: str) -> int:
+    """`--to` a DuckDB or MySQL/MariaDB URL: their loaders, imported only when asked for."""
+    from macsql.database.drivers import check_driver
+
+    problem = check_driver(make_url(args.to))
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        if backend == "duckdb":
+            if args.grant_select_to:
+                print(
+                    "error: --grant-select-to needs a backend with roles; DuckDB has none",
+                    file=sys.stderr,
+                )
+                return 2
+            from macsql.tools.duckdb_loader import load_into_duckdb
+
+            reports = load_into_duckdb(
+                args.spider_dir,
+                args.to,
+                db_ids,
+                args.sqlite,
+                replace=args.replace,
+                numeric_text=not args.keep_numeric_text,
+            )
+        else:
+            from macsql.tools.mysql_loader import load_into_mysql
+
+            reports = load_into_mysql(
+                args.spider_dir,
+                args.to,
+                db_ids,
+                args.sqlite,
+                replace=args.replace,
+                grant_select_to=args.grant_select_to,
+                numeric_text=not args.keep_numeric_text,
+            )
+    except LoaderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _print_reports(reports, args.verbose)
     return 0
 
 
