@@ -136,6 +136,14 @@ class BaseContext:
             "Pause before each SQL execution (interrupt) so a person can approve or edit it."
         ),
     )
+    max_result_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=_doc(
+            "Byte budget of one query result (with the row cap): a longer value or a larger "
+            "result stops the query with the outcome 'result_too_large', never out of memory.",
+            minimum=1024,
+        ),
+    )
 
     def __post_init__(self) -> None:
         check_context(self)

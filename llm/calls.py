@@ -2,10 +2,18 @@
 
 Agents reply in text (JSON objects and ```sql fences, as in the papers), so any chat model works,
 including servers with no tool-calling or structured-output support.
+
+`ModelSettings.timeout` is the call's total deadline, retries and backoff included: the request
+runs in a worker thread that the caller waits for with the time left (or until the call's
+`cancel_scope` is set), so the caller has control back within the timeout whatever the server
+does (silent, trickling, failing). The worker starts no request after that.
 """
 
 from __future__ import annotations
 
+import contextvars
+import random
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +21,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from macsql.graph.state import Usage
+from macsql.llm.deadlines import cancel_event, deadline_of_requests
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
@@ -60,17 +69,86 @@ def call_model(
         return ModelReply("", f"model configuration error: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
         return _failed_call(agent, exc, 0.0)
+    config: Any = {"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}}
     with model_request_slot():  # latency counts from the slot, not the wait for it
         started = time.perf_counter()
         try:
-            reply = model.invoke(
-                messages,
-                config={"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}},
-            )
+            reply = _invoke_within_deadline(model, messages, config, settings)
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
             return _failed_call(agent, exc, time.perf_counter() - started)
         latency = time.perf_counter() - started
     return ModelReply(_text_of(reply), None, {agent: usage_entry(reply, latency)})
+
+
+class ModelDeadlineError(TimeoutError):
+    """The call, retries included, did not finish within `model_timeout`."""
+
+
+class ModelCallCancelled(Exception):
+    """The call's cancel scope was set (its eval item ran out of time)."""
+
+
+_POLL = 0.05
+"""Seconds between checks of the cancel scope while a call is waited for."""
+
+
+def _invoke_within_deadline(
+    model: Any, messages: list[BaseMessage], config: Any, settings: ModelSettings
+) -> Any:
+    """`model.invoke` with retries, given back by `settings.timeout` seconds from now."""
+    deadline = time.monotonic() + settings.timeout
+    stop = threading.Event()
+    box: dict[str, Any] = {}
+
+    def attempts() -> None:
+        with deadline_of_requests(deadline):
+            for attempt in range(settings.max_retries + 1):
+                try:
+                    box["reply"] = model.invoke(messages, config=config)
+                    return
+                except Exception as exc:
+                    box["error"] = exc
+                    if attempt == settings.max_retries or not _retryable(exc):
+                        return
+                pause = min(8.0, 0.5 * 2**attempt) * random.uniform(0.75, 1.25)
+                if deadline - time.monotonic() <= pause or stop.wait(pause):
+                    return
+
+    # The worker sees the caller's context: callbacks, tags and the cancel scope.
+    worker = threading.Thread(
+        target=contextvars.copy_context().run, args=(attempts,), daemon=True, name="macsql-model"
+    )
+    worker.start()
+    cancel = cancel_event()
+    while worker.is_alive():
+        left = deadline - time.monotonic()
+        if cancel is not None and cancel.is_set():
+            stop.set()
+            raise ModelCallCancelled("the model call was cancelled: its item ran out of time")
+        if left <= 0:
+            stop.set()
+            raise ModelDeadlineError(
+                f"no reply within model_timeout ({settings.timeout:g}s, retries included)"
+            )
+        worker.join(min(left, _POLL) if cancel is not None else left)
+    if "reply" in box:
+        return box["reply"]
+    raise box["error"]
+
+
+_RETRY_STATUS = (408, 409, 429)
+_RETRY_WORDS = ("timeout", "connection", "ratelimit", "overloaded", "unavailable")
+
+
+def _retryable(exc: Exception) -> bool:
+    """Rate limits, server errors, timeouts and dropped connections are worth another try."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        return status in _RETRY_STATUS or status >= 500
+    name = type(exc).__name__.lower()
+    return any(word in name for word in _RETRY_WORDS)
 
 
 def _failed_call(agent: str, exc: Exception, latency: float) -> ModelReply:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
+from macsql.llm.deadlines import deadline_http_client
 from macsql.llm.settings import ModelSettings
 
 
@@ -99,7 +100,8 @@ def _build_client(
     kwargs: dict[str, object] = {
         "temperature": settings.temperature,
         "timeout": settings.timeout,
-        "max_retries": settings.max_retries,
+        # call_model retries itself, within the call's total deadline (llm/deadlines.py).
+        "max_retries": 0,
     }
     if base_url:
         kwargs["base_url"] = base_url
@@ -107,6 +109,7 @@ def _build_client(
         kwargs["api_key"] = api_key
     if provider == "openai":
         kwargs["stream_usage"] = True  # token usage also when the graph streams tokens
+        kwargs["http_client"] = deadline_http_client(settings.timeout)
     try:
         client: BaseChatModel = init_chat_model(name, model_provider=provider, **kwargs)  # type: ignore[call-overload]
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs

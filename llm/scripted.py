@@ -7,7 +7,10 @@
   runs end to end.
 
 Both take a *responder*: a list of replies used in order, or a function from the prompt text to
-a reply. A reply that is an `int` (for the server) is sent as that HTTP error status.
+a reply. A reply that is an `int` (for the server) is sent as that HTTP error status. The server
+also injects faults, to test that a call is bounded whatever the server does: a `Trickle` reply
+sends its answer one byte at a time, slowly; a `Silent` reply accepts the request and never
+answers.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,7 +31,23 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-Reply = str | int | BaseException
+
+@dataclass(frozen=True)
+class Trickle:
+    """A fault for the server: a 200 answer whose body comes one byte every `interval` s."""
+
+    interval: float = 2.0
+    text: str = "```sql\nSELECT 1\n```"
+
+
+@dataclass(frozen=True)
+class Silent:
+    """A fault for the server: the request is accepted and no byte comes back for `seconds`."""
+
+    seconds: float = 3600.0
+
+
+Reply = str | int | BaseException | Trickle | Silent
 Responder = Callable[[str], Reply]
 
 
@@ -90,6 +110,8 @@ class ScriptedChatModel(BaseChatModel):
             raise reply
         if isinstance(reply, int):
             raise RuntimeError(f"scripted HTTP error {reply}")
+        if not isinstance(reply, str):
+            raise TypeError(f"{type(reply).__name__} is a fault for ScriptedOpenAIServer only")
         prompt_tokens, reply_tokens = _estimate_tokens(text), _estimate_tokens(reply)
         usage = UsageMetadata(
             input_tokens=prompt_tokens,
@@ -145,6 +167,7 @@ class ScriptedOpenAIServer:
         self.peak_in_flight = 0
         self.bodies: list[dict[str, Any]] = []
         self._count_lock = threading.Lock()
+        self._stopping = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -190,6 +213,13 @@ class ScriptedOpenAIServer:
                     time.sleep(server.delay)
                 with server._count_lock:
                     server.in_flight -= 1
+                if isinstance(reply, Silent):
+                    server._stopping.wait(reply.seconds)
+                    self.close_connection = True
+                    return
+                if isinstance(reply, Trickle):
+                    self._trickle(body.get("model", "scripted"), reply)
+                    return
                 if isinstance(reply, int):
                     self._send_json(
                         reply,
@@ -225,6 +255,37 @@ class ScriptedOpenAIServer:
                             "usage": usage,
                         },
                     )
+
+            def _trickle(self, model: str, fault: Trickle) -> None:
+                data = json.dumps(
+                    {
+                        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": fault.text},
+                            }
+                        ],
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.flush()
+                self.close_connection = True
+                try:
+                    for i in range(len(data)):
+                        if server._stopping.wait(fault.interval):
+                            return
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                except OSError:  # the client gave up: what a trickle is for
+                    return
 
             def _send_json(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -303,6 +364,7 @@ class ScriptedOpenAIServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # ends silent and trickling answers still in progress
         self._httpd.shutdown()
         self._httpd.server_close()
 

@@ -52,7 +52,13 @@ def execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRec
             "error": str(exc),
             "error_class": type(exc).__name__,
         }
-    result = execute_sql(ref, sql, timeout=context.query_timeout, max_rows=context.max_rows)
+    result = execute_sql(
+        ref,
+        sql,
+        timeout=context.query_timeout,
+        max_rows=context.max_rows,
+        max_bytes=context.max_result_bytes,
+    )
     result.outcome = analyse(result.outcome, result.rows, context.dataset_style)
     record = result.to_state(max_cell_chars=context.max_cell_chars)
     if result.outcome in _ANALYSIS_MESSAGES:
