@@ -171,6 +171,30 @@ def get_engine(ref: DatabaseRef) -> Engine:
         return engine
 
 
+def sqlite_open_hint(path: Path) -> str | None:
+    """What is wrong when SQLite says "unable to open database file" for a file that exists,
+    and what to do, when it can be told; else None."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(20)
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror}"
+    folder = path.parent
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = False
+    wal = len(header) == 20 and header[18] == 2  # the file format's read version: 2 is WAL
+    if wal and (read_only_fs or not os.access(folder, os.W_OK)):
+        return (
+            f"{path.name} is in WAL mode and its folder {folder} is read-only: SQLite must "
+            f"create {path.name}-shm beside it even to read. Copy the file to a writable "
+            "folder, make the folder writable, or switch a writable copy to rollback "
+            "journaling (PRAGMA journal_mode=DELETE)."
+        )
+    return None
+
+
 def get_sql_database(ref: DatabaseRef) -> SQLDatabase:
     """langchain's `SQLDatabase` over the same pooled engine, for table discovery."""
     return SQLDatabase(get_engine(ref), lazy_table_reflection=True, sample_rows_in_table_info=0)

@@ -36,7 +36,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
 from macsql.database.guard import check_statement, forbidden_function_reason
 from macsql.database.watchdog import WATCHDOG
 from macsql.graph.state import ExecutionRecord
@@ -168,7 +168,7 @@ def execute_sql(
             else:
                 result = _run_generic(conn, sql, bounds)
     except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
-        return _classify_failure(sql, exc, time.perf_counter() - started, bounds)
+        return _classify_failure(sql, exc, time.perf_counter() - started, bounds, db)
     result.elapsed = time.perf_counter() - started
     return result
 
@@ -398,12 +398,22 @@ _REFUSED_MARKERS = (
 _TOO_LARGE_MARKERS = ("string or blob too big", "54000", "out of memory")
 
 
-def _classify_failure(sql: str, exc: Exception, elapsed: float, bounds: Bounds) -> ExecutionResult:
+def _classify_failure(
+    sql: str, exc: Exception, elapsed: float, bounds: Bounds, db: DatabaseRef
+) -> ExecutionResult:
     orig = getattr(exc, "orig", None) or exc
     message = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
     code = str(getattr(orig, "sqlstate", "") or "").lower()
     probe = f"{message[:2000].lower()} {code}"
-    if isinstance(orig, _DeadlineExceeded) or any(m in probe for m in _TIMEOUT_MARKERS):
+    hint = (
+        sqlite_open_hint(db.sqlite_path)
+        if db.sqlite_path is not None and "unable to open database file" in probe
+        else None
+    )
+    if hint is not None:
+        outcome = Outcome.DATABASE_ERROR
+        message = hint
+    elif isinstance(orig, _DeadlineExceeded) or any(m in probe for m in _TIMEOUT_MARKERS):
         outcome = Outcome.TIMEOUT
         message = f"query exceeded the {bounds.timeout:g}s timeout and was interrupted"
     elif isinstance(orig, _ResultTooLarge):
@@ -423,7 +433,7 @@ def _classify_failure(sql: str, exc: Exception, elapsed: float, bounds: Bounds) 
     return ExecutionResult(
         sql,
         outcome,
-        error=bounded_message(message),
+        error=bounded_message(message, MAX_ERROR_CHARS if hint is None else 2 * MAX_ERROR_CHARS),
         error_class=type(orig).__name__,
         elapsed=elapsed,
     )

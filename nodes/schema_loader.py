@@ -7,7 +7,12 @@ from typing import cast
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from macsql.database.connection import DatabaseNotFoundError, resolve_database
+from macsql.database.connection import (
+    DatabaseNotFoundError,
+    resolve_database,
+    sqlite_open_hint,
+)
+from macsql.database.execution import bounded_message
 from macsql.database.schema import load_schema
 from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
 from macsql.graph.state import PipelineState, Usage
@@ -52,10 +57,19 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
             timeout=context.query_timeout,
         )
     except Exception as exc:  # unreachable server, corrupt file, permission denied
-        return fail(f"cannot read the schema of {db.safe_url}: {type(exc).__name__}: {exc}")
+        hint = sqlite_open_hint(db.sqlite_path) if db.sqlite_path is not None else None
+        reason = hint or f"{type(exc).__name__}: {bounded_message(str(exc))}"
+        return fail(f"cannot read the schema of {db.safe_url}: {reason}")
     if not schema.tables:
         return fail(f"the database {db.safe_url} has no tables")
-    emit(runtime, "load_schema", "done", tables=len(schema.tables), columns=schema.total_columns)
+    emit(
+        runtime,
+        "load_schema",
+        "done",
+        tables=len(schema.tables),
+        columns=schema.total_columns,
+        notes=schema.notes,
+    )
     schema_text, foreign_keys_text = rendered_schema(schema)
     return {
         "dialect": db.dialect,
