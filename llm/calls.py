@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from macsql.graph.state import Usage
 from macsql.llm.deadlines import cancel_event, deadline_of_requests
-from macsql.llm.models import ModelConfigError, get_chat_model
+from macsql.llm.models import ModelConfigError, get_chat_model, is_registered
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
 
@@ -73,7 +73,8 @@ def call_model(
     with model_request_slot():  # latency counts from the slot, not the wait for it
         started = time.perf_counter()
         try:
-            reply = _invoke_within_deadline(model, messages, config, settings)
+            retries = 0 if is_registered(settings.model) else settings.max_retries
+            reply = _invoke_within_deadline(model, messages, config, settings, retries)
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
             return _failed_call(agent, exc, time.perf_counter() - started)
         latency = time.perf_counter() - started
@@ -93,7 +94,7 @@ _POLL = 0.05
 
 
 def _invoke_within_deadline(
-    model: Any, messages: list[BaseMessage], config: Any, settings: ModelSettings
+    model: Any, messages: list[BaseMessage], config: Any, settings: ModelSettings, retries: int
 ) -> Any:
     """`model.invoke` with retries, given back by `settings.timeout` seconds from now."""
     deadline = time.monotonic() + settings.timeout
@@ -102,13 +103,13 @@ def _invoke_within_deadline(
 
     def attempts() -> None:
         with deadline_of_requests(deadline):
-            for attempt in range(settings.max_retries + 1):
+            for attempt in range(retries + 1):
                 try:
                     box["reply"] = model.invoke(messages, config=config)
                     return
                 except Exception as exc:
                     box["error"] = exc
-                    if attempt == settings.max_retries or not _retryable(exc):
+                    if attempt == retries or not _retryable(exc):
                         return
                 pause = min(8.0, 0.5 * 2**attempt) * random.uniform(0.75, 1.25)
                 if deadline - time.monotonic() <= pause or stop.wait(pause):

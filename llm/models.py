@@ -52,6 +52,13 @@ def registered_chat_model(name: str, model: BaseChatModel) -> Iterator[str]:
         unregister_chat_model(name)
 
 
+def is_registered(name: str) -> bool:
+    """True when `name` is a model object given to register_chat_model (it retries, or not,
+    as its owner built it; `call_model` adds no retries of its own)."""
+    with _lock:
+        return name in _registered
+
+
 def _split(model: str) -> tuple[str, str]:
     provider, sep, name = model.partition(":")
     if not sep:

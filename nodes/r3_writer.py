@@ -22,6 +22,7 @@ from macsql.nodes.executor import final_fields
 from macsql.nodes.failures import model_failure, no_sql_execution
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.quoting import shown_message
 from macsql.nodes.r3_kshot import format_examples
 from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
@@ -155,7 +156,7 @@ def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         "r3_writer_debug",
         outcome=failed.get("outcome", "unknown"),
         error_class=failed.get("error_class") or "none",
-        error=failed.get("error") or "none",
+        error=shown_message(failed.get("error")),
     )
     history: list[Message] = [*(state.get("history") or []), {"role": "user", "content": error}]
     update, sql, reply = _ask(state, runtime, history, f"debug {turn}")

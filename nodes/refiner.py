@@ -10,6 +10,7 @@ from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.quoting import shown_message
 from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
 
@@ -25,7 +26,7 @@ def refiner_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlS
         sql=failed.get("sql") or "(no SQL was written)",
         outcome=failed.get("outcome", "unknown"),
         error_class=failed.get("error_class") or "none",
-        error=failed.get("error") or "none",
+        error=shown_message(failed.get("error")),
     )
     reply = call_agent(context, Agent.REFINER, prompt)
     if reply.failed:
