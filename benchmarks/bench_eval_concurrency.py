@@ -83,7 +83,7 @@ def _warm_up(pipeline: str) -> float:
 
     from macsql.database.connection import resolve_database
     from macsql.database.schema import load_schema
-    from macsql.evals.runner import resolve_pipeline
+    from macsql.graph.registry import resolve_pipeline
 
     started = time.perf_counter()
     resolve_pipeline(pipeline)
@@ -106,7 +106,8 @@ def _eval_cpu() -> float:
 
 def run(args: argparse.Namespace) -> dict[str, float]:
     os.environ.setdefault("MACSQL_CACHE_DIR", tempfile.mkdtemp(prefix="macsql-bench-cache-"))
-    from macsql.evals.runner import EvalOptions, run_eval
+    from macsql.evals.options import EvalOptions
+    from macsql.evals.runner import run_eval
 
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve", "--delay", str(args.delay)],

@@ -16,8 +16,8 @@ from macsql.cli.common import (
     EXIT_USAGE,
     UsageError,
     add_model_arguments,
-    build_context,
     check_models,
+    context_from_args,
     enable_cache,
     resolve_db_argument,
 )
@@ -55,7 +55,7 @@ def ask_main(args: argparse.Namespace) -> int:
         if not question:
             raise UsageError("the question is empty")
         db = resolve_db_argument(args.db)
-        context = build_context(args)
+        context = context_from_args(args)
         enable_cache(args)
         check_models(context)
     except (UsageError, ModelConfigError) as exc:

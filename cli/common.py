@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
+from dataclasses import fields
+from functools import cache
+from typing import Any, get_args, get_type_hints
+
+from pydantic import TypeAdapter, ValidationError
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
-from macsql.graph.context import Agent, Context, ContextError
+from macsql.graph.context import Agent, Context, ContextError, build_context
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.models import get_chat_model
 from macsql.nodes.model_calls import settings_for
@@ -70,66 +74,61 @@ def add_context_fields_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_context(args: argparse.Namespace, base: Context | None = None) -> Context:
-    context = base or Context()
-    changes: dict[str, object] = {}
-    if getattr(args, "model", None):
-        changes["model"] = args.model
-    if getattr(args, "base_url", None):
-        changes["base_url"] = args.base_url
-    if getattr(args, "api_key", None):
-        changes["api_key"] = args.api_key
-    if getattr(args, "max_tries", None) is not None:
-        if args.max_tries < 1:
-            raise UsageError("--max-tries must be at least 1")
-        changes["max_try_times"] = args.max_tries
-    if getattr(args, "timeout", None) is not None:
-        if args.timeout <= 0:
-            raise UsageError("--timeout must be positive")
-        changes["query_timeout"] = args.timeout
-    if getattr(args, "dataset_style", None):
-        changes["dataset_style"] = args.dataset_style
-    changes.update(parse_context_fields(getattr(args, "context_fields", None) or []))
+def context_from_args(args: argparse.Namespace, base: Context | None = None) -> Context:
+    """The Context of a subcommand's model options (`build_context` does the building)."""
+    max_tries = getattr(args, "max_tries", None)
+    if max_tries is not None and max_tries < 1:
+        raise UsageError("--max-tries must be at least 1")
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be positive")
     try:
-        return replace(context, **changes)  # type: ignore[arg-type]
+        return build_context(
+            base=base,
+            model=getattr(args, "model", None),
+            base_url=getattr(args, "base_url", None),
+            api_key=getattr(args, "api_key", None),
+            max_try_times=max_tries,
+            query_timeout=timeout,
+            dataset_style=getattr(args, "dataset_style", None),
+            overrides=parse_context_fields(getattr(args, "context_fields", None) or []),
+        )
     except ContextError as exc:
         raise UsageError(str(exc)) from exc
 
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+_NONE_WORDS = ("", "none", "null")
+
+
+@cache
+def _field_types() -> dict[str, tuple[TypeAdapter[Any], bool]]:
+    """Each Context field's validator of its declared type (pydantic's lax mode parses text),
+    and whether the field may be empty."""
+    hints = get_type_hints(Context)
+    return {
+        f.name: (TypeAdapter(hints[f.name]), type(None) in get_args(hints[f.name]))
+        for f in fields(Context)
+    }
 
 
 def parse_context_fields(assignments: list[str]) -> dict[str, object]:
     """`FIELD=VALUE` strings as typed Context values; unknown fields and bad values are errors."""
-    types = {f.name: str(f.type) for f in fields(Context)}
+    types = _field_types()
     values: dict[str, object] = {}
     for assignment in assignments:
         name, sep, raw = assignment.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or name not in types:
             raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
-        kind = types[name]
         text = raw.strip()
+        adapter, may_be_empty = types[name]
+        if may_be_empty and text.lower() in _NONE_WORDS:
+            values[name] = None
+            continue
         try:
-            if "None" in kind and text.lower() in ("", "none", "null"):
-                values[name] = None
-            elif kind.startswith("bool"):
-                if text.lower() not in _TRUE | _FALSE:
-                    raise ValueError("expected true or false")
-                values[name] = text.lower() in _TRUE
-            elif kind.startswith("int"):
-                values[name] = int(text)
-            elif kind.startswith("float"):
-                values[name] = float(text)
-            elif kind == "DatasetStyle":
-                if text not in ("bird", "spider"):
-                    raise ValueError("expected bird or spider")
-                values[name] = text
-            else:
-                values[name] = text
-        except ValueError as exc:
-            raise UsageError(f"--set {name}: {exc}") from exc
+            values[name] = adapter.validate_python(text)
+        except ValidationError as exc:
+            raise UsageError(f"--set {name}: {exc.errors()[0]['msg']}") from exc
     return values
 
 

@@ -19,14 +19,17 @@ from macsql.cli.common import (
     parse_context_fields,
 )
 from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
+from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import (
     PredictionsFormatError,
     read_bird_predictions,
     read_spider_predictions,
 )
-from macsql.evals.runner import EvalOptions, RunDirectoryError, build_context, run_eval_sync
+from macsql.evals.results import RunDirectoryError
+from macsql.evals.runner import run_eval_sync
 from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
 from macsql.evals.ves import OFFICIAL_ITERATIONS
+from macsql.graph.context import ContextError
 from macsql.llm.models import ModelConfigError
 
 
@@ -176,8 +179,8 @@ def eval_main(args: argparse.Namespace) -> int:
     )
     if not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
         try:
-            check_models(build_context(options))  # the very Context the run will use
-        except (TypeError, ModelConfigError) as exc:
+            check_models(options.context())  # the very Context the run will use
+        except (TypeError, ContextError, ModelConfigError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     try:

@@ -15,7 +15,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from langchain_community.utilities import SQLDatabase
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
@@ -193,11 +192,6 @@ def sqlite_open_hint(path: Path) -> str | None:
             "journaling (PRAGMA journal_mode=DELETE)."
         )
     return None
-
-
-def get_sql_database(ref: DatabaseRef) -> SQLDatabase:
-    """langchain's `SQLDatabase` over the same pooled engine, for table discovery."""
-    return SQLDatabase(get_engine(ref), lazy_table_reflection=True, sample_rows_in_table_info=0)
 
 
 def dispose_all() -> None:

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import os
 import random
 import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
 
+from macsql.database.atomic_files import replacing
 from macsql.database.cache_paths import cache_root
 
 DEMO_NAME = "demo"
@@ -82,9 +82,12 @@ _LAST = ["Silva", "Mensah", "Kowalski", "Sato", "Hughes", "Berg", "Diaz", "Okoro
 def build_demo_database(path: Path, *, seed: int = 7) -> Path:
     """Write the demo database to `path` (replacing it), the same every time."""
     rng = random.Random(seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
+    with replacing(path) as tmp:
+        _write_demo_database(tmp, rng)
+    return path
+
+
+def _write_demo_database(tmp: Path, rng: random.Random) -> None:
     conn = sqlite3.connect(tmp)
     try:
         conn.executescript(_SCHEMA)
@@ -130,8 +133,6 @@ def build_demo_database(path: Path, *, seed: int = 7) -> Path:
         conn.commit()
     finally:
         conn.close()
-    tmp.replace(path)
-    return path
 
 
 def demo_database_path() -> Path:

@@ -65,7 +65,7 @@ class GuardVerdict:
     """The guard's decision about one SQL text."""
 
     allowed: bool
-    kind: str
+    kind: GuardKind
     reason: str | None = None
 
     def __bool__(self) -> bool:

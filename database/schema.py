@@ -8,6 +8,7 @@ over every column, whose cost grows with the table.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -22,8 +23,9 @@ from typing import Any
 
 from sqlalchemy import inspect, text
 
+from macsql.database.atomic_files import write_text_atomically
 from macsql.database.cache_paths import cache_root
-from macsql.database.connection import DatabaseRef, get_engine, get_sql_database
+from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.execution import Outcome, execute_sql
 
 SCHEMA_FORMAT_VERSION = 4
@@ -149,7 +151,7 @@ def load_schema(
         path = folder / f"{db.name}-{digest}.json"
         if path.is_file():
             try:
-                schema = SchemaInfo.from_dict(json.loads(path.read_text()))
+                schema = SchemaInfo.from_dict(json.loads(path.read_text(encoding="utf-8")))
             except (ValueError, KeyError, TypeError):
                 schema = None  # a corrupt cache file is rebuilt below
             if schema is not None:
@@ -160,13 +162,10 @@ def load_schema(
     with _cache_lock:
         _cache[key] = schema
     if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(schema.to_dict(), ensure_ascii=False, default=str))
-            tmp.replace(path)
-        except OSError:
-            pass  # a read-only home must not stop a query
+        with contextlib.suppress(OSError):  # a read-only home must not stop a query
+            write_text_atomically(
+                path, json.dumps(schema.to_dict(), ensure_ascii=False, default=str)
+            )
     return schema
 
 
@@ -182,10 +181,7 @@ def build_schema(
     engine = get_engine(db)
     inspector = inspect(engine)
     # Views are read-only and as queryable as tables, so the agents see them too.
-    # (SQLDatabase's own view_support asks SQLite for materialized views and fails.)
-    table_names = sorted(
-        {*get_sql_database(db).get_usable_table_names(), *inspector.get_view_names()}
-    )
+    table_names = sorted({*inspector.get_table_names(), *inspector.get_view_names()})
     descriptions = load_descriptions(db.description_dir) if db.description_dir else {}
     tables: list[TableInfo] = []
     fks: list[ForeignKey] = []

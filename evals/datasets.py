@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from macsql.evals.hardness import HardnessParseError, spider_hardness
+from macsql.evals.hardness import item_hardness
 
 DatasetName = Literal["spider", "bird"]
 
@@ -146,12 +146,12 @@ def load_spider(data_dir: str | Path, split: str = "dev", *, db_url: str | None 
     for index, rec in enumerate(records):
         db_id = rec["db_id"]
         gold = rec["query"]
-        try:
-            level = spider_hardness(gold)
-        except HardnessParseError:
-            level = "unknown"
         item = EvalItem(
-            index=index, db_id=db_id, question=rec["question"], gold_sql=gold, level=level
+            index=index,
+            db_id=db_id,
+            question=rec["question"],
+            gold_sql=gold,
+            level=item_hardness(rec),
         )
         if db_id not in suites:
             suites[db_id] = _spider_suite(db_root / db_id / f"{db_id}.sqlite")

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from macsql.database.atomic_files import write_text_atomically
+
 BIRD_SEPARATOR = "\t----- bird -----\t"
 NO_PREDICTION = "error: no prediction"
 """The line written for an item with no SQL; it scores 0 (it does not execute)."""
@@ -40,7 +42,7 @@ def prediction_line(sql: str | None) -> str:
 def write_spider_predictions(path: str | Path, sqls: Iterable[str | None]) -> Path:
     path = Path(path)
     text = "".join(prediction_line(sql) + "\n" for sql in sqls)
-    _atomic_write(path, text)
+    write_text_atomically(path, text)
     return path
 
 
@@ -64,7 +66,7 @@ def write_bird_predictions(
         str(index): prediction_line(sql) + BIRD_SEPARATOR + db_id
         for index, (sql, db_id) in sorted(predictions.items())
     }
-    _atomic_write(path, json.dumps(payload, indent=4, ensure_ascii=False) + "\n")
+    write_text_atomically(path, json.dumps(payload, indent=4, ensure_ascii=False) + "\n")
     return path
 
 
@@ -92,10 +94,3 @@ def read_bird_predictions(path: str | Path) -> dict[int, str]:
             sql = ""
         out[int(key) if numeric else position] = sql
     return out
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from macsql.database.atomic_files import replacing, write_text_atomically
 from macsql.evals.datasets import Dataset
 from macsql.evals.scoring import (
     OFFICIAL_TIMEOUTS,
@@ -198,13 +199,14 @@ def render_chart(summary: Mapping[str, Any], levels: Sequence[str], path: Path) 
     ax_att.set_ylabel("items")
     ax_att.set_title("Attempts")
     fig.tight_layout()
-    fig.savefig(path)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, format="png")
     return path
 
 
 def write_reports(out: Path, summary: Mapping[str, Any], levels: Sequence[str]) -> None:
     """``summary.json``, ``summary.md`` and ``summary.png`` in `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_text_atomically(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     render_chart(summary, levels, out / "summary.png")
-    (out / "summary.md").write_text(render_markdown(summary, levels), encoding="utf-8")
+    write_text_atomically(out / "summary.md", render_markdown(summary, levels))

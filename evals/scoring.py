@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from macsql.database.connection import DatabaseNotFoundError, DatabaseRef, resolve_database
@@ -48,7 +49,7 @@ OFFICIAL_TIMEOUTS = {"spider": 60.0, "bird": 30.0}
 """Seconds per query in the official scorers (test-suite: 60; BIRD: 30)."""
 
 
-class Reason:
+class Reason(StrEnum):
     """Why an item is not correct (or not scored)."""
 
     MISMATCH = "mismatch"
@@ -59,6 +60,8 @@ class Reason:
     GOLD_ERROR = "gold_error"
     GOLD_TIMEOUT = "gold_timeout"
     SKIPPED = "skipped"
+    SCORING_ERROR = "scoring_error"
+    """The scorer itself failed on the item (the run goes on; the item scores 0)."""
 
 
 @dataclass
@@ -68,8 +71,8 @@ class ItemScore:
     level: str
     correct: bool | None
     """None when the item is not scored (skipped)."""
-    reason: str | None = None
-    """None when correct; a `Reason` otherwise."""
+    reason: Reason | None = None
+    """None when correct."""
     detail: str | None = None
 
     @property
@@ -113,7 +116,7 @@ class _Run:
         )
 
     @property
-    def failure(self) -> str:
+    def failure(self) -> Reason:
         """The reason of a failed predicted run."""
         if self.timeout:
             return Reason.TIMEOUT
@@ -458,6 +461,14 @@ def item_score_from_json(data: Mapping[str, Any]) -> ItemScore:
         db_id=str(data["db_id"]),
         level=str(data.get("hardness") or data.get("level") or "unknown"),
         correct=data.get("correct"),
-        reason=data.get("reason"),
+        reason=_reason(data.get("reason")),
         detail=data.get("detail"),
     )
+
+
+def _reason(value: Any) -> Reason | None:
+    """A record's reason; one this version does not know (a hand-edited file) reads as none."""
+    try:
+        return Reason(value) if value else None
+    except ValueError:
+        return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
@@ -309,6 +309,38 @@ class MacSqlSqlFixContext(MacSqlContext, SqlFixContext):
 class Context(MacSqlSqlFixContext, R3Context):
     """Every setting of every pipeline: what the command line builds, and what a Python caller
     who runs several pipelines passes. Each graph reads only its own fields."""
+
+
+def build_context(
+    *,
+    base: Context | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_try_times: int | None = None,
+    query_timeout: float | None = None,
+    dataset_style: str | None = None,
+    overrides: Mapping[str, object] | None = None,
+) -> Context:
+    """The one factory of a `Context` from a caller's options, shared by the command line and the
+    eval runner: each option given (a non-empty string, a number) replaces the default, or
+    `base`'s value; then `overrides` (`--set FIELD=VALUE`) replace both. A value out of range
+    raises `ContextError`, an unknown field `TypeError`."""
+    changes: dict[str, object] = {}
+    if model:
+        changes["model"] = model
+    if base_url:
+        changes["base_url"] = base_url
+    if api_key:
+        changes["api_key"] = api_key
+    if max_try_times is not None:
+        changes["max_try_times"] = max_try_times
+    if query_timeout is not None:
+        changes["query_timeout"] = query_timeout
+    if dataset_style:
+        changes["dataset_style"] = dataset_style
+    changes.update(overrides or {})
+    return replace(base or Context(), **changes)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- checking

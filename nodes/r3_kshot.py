@@ -3,7 +3,8 @@
 The default similarity is lexical (Okapi BM25 over word tokens): it works offline and needs no
 model. Any langchain `Embeddings` can replace it (cosine similarity of question embeddings, as
 in the paper), by name through `Context.few_shot_embeddings`, or directly through
-`FewShotSelector(examples, embeddings=...)`.
+`FewShotSelector(examples, embeddings=...)`; that path is langchain_core's
+`SemanticSimilarityExampleSelector` over an `InMemoryVectorStore`.
 
 `BM25Index` is also what SQLFixAgent's repair memory uses to find similar past repairs.
 """
@@ -11,13 +12,14 @@ in the paper), by name through `Context.few_shot_embeddings`, or directly throug
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.example_selectors import SemanticSimilarityExampleSelector
+from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import R3Context, context_of
@@ -72,36 +74,27 @@ class FewShotSelector:
         self.examples = list(examples)
         self.embeddings = embeddings
         self._index: BM25Index | None = None
-        self._vectors: list[list[float]] | None = None
+        self._semantic: SemanticSimilarityExampleSelector | None = None
         self._lock = threading.Lock()
 
-    def _ensure_ready(self) -> None:
-        with self._lock:
-            if self.embeddings is None and self._index is None:
-                self._index = BM25Index([e.question for e in self.examples])
-            if self.embeddings is not None and self._vectors is None:
-                self._vectors = self.embeddings.embed_documents([e.question for e in self.examples])
-
     def select(self, question: str, k: int) -> list[FewShotExample]:
-        """The `k` most similar examples, most similar first; the question itself is skipped."""
+        """The `k` most similar examples, most similar first. The question itself would leak
+        its answer and a repeated question adds nothing, so neither is chosen."""
         if k <= 0 or not self.examples:
             return []
-        self._ensure_ready()
         if self.embeddings is not None:
-            assert self._vectors is not None
-            query = self.embeddings.embed_query(question)
-            scores = [_cosine(query, v) for v in self._vectors]
-        else:
-            assert self._index is not None
-            scores = self._index.scores(question)
-        asked = " ".join(question.lower().split())
+            return self._select_by_embeddings(question, k)
+        with self._lock:
+            if self._index is None:
+                self._index = BM25Index([e.question for e in self.examples])
+        scores = self._index.scores(question)
+        asked = _normalized(question)
         ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         chosen: list[FewShotExample] = []
         seen: set[str] = set()
         for i in ranked:
             example = self.examples[i]
-            text = " ".join(example.question.lower().split())
-            # The question itself would leak its answer; a repeated question adds nothing.
+            text = _normalized(example.question)
             if text == asked or text in seen:
                 continue
             seen.add(text)
@@ -110,12 +103,40 @@ class FewShotSelector:
                 break
         return chosen
 
+    def _select_by_embeddings(self, question: str, k: int) -> list[FewShotExample]:
+        """langchain's semantic-similarity selector over an in-memory vector store of the
+        pool's questions (each question once, its first example), built on first use."""
+        assert self.embeddings is not None
+        with self._lock:
+            if self._semantic is None:
+                first: dict[str, int] = {}
+                for position, example in enumerate(self.examples):
+                    first.setdefault(_normalized(example.question), position)
+                self._semantic = SemanticSimilarityExampleSelector.from_examples(
+                    [
+                        {"question": self.examples[i].question, "position": str(i)}
+                        for i in first.values()
+                    ],
+                    self.embeddings,
+                    InMemoryVectorStore,
+                    k=k,
+                    input_keys=["question"],
+                )
+        asked = _normalized(question)
+        per_call = self._semantic.model_copy(
+            update={
+                "k": k,
+                "vectorstore_kwargs": {
+                    "filter": lambda doc: _normalized(doc.page_content) != asked
+                },
+            }
+        )
+        chosen = per_call.select_examples({"question": question})
+        return [self.examples[int(example["position"])] for example in chosen]
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
+
+def _normalized(question: str) -> str:
+    return " ".join(question.lower().split())
 
 
 _registered_embeddings: dict[str, Embeddings] = {}

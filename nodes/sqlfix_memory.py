@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ REPAIR_NAMESPACE = ("macsql", "sqlfix", "repairs")
 _PAGE = 500
 
 _default_store = InMemoryStore()
-_seeded: set[tuple[int, str, float]] = set()
+# The files already loaded into each store, by the store object itself: an id() could be reused
+# by a new store once the old one is gone, which would then never be seeded.
+_seeded: weakref.WeakKeyDictionary[BaseStore, set[tuple[str, float]]] = weakref.WeakKeyDictionary()
 _seed_lock = threading.Lock()
 
 RepairPair = Mapping[str, Any] | Sequence[str]
@@ -82,9 +85,15 @@ def seed_repair_memory(store: BaseStore, pairs: Iterable[RepairPair]) -> int:
     count = 0
     for pair in pairs:
         repair = _normalise_pair(pair)
-        store.put(REPAIR_NAMESPACE, _key(repair), repair, index=False)
+        store.put(REPAIR_NAMESPACE, _key(repair), repair, index=_indexed_fields(repair))
         count += 1
     return count
+
+
+def _indexed_fields(repair: Mapping[str, str]) -> list[str]:
+    """What a store with an embedding index embeds: the question, and the evidence when there
+    is one (retrieval asks with both). A store without an index ignores this."""
+    return ["question", "evidence"] if repair.get("evidence") else ["question"]
 
 
 def load_repair_pairs(path: str | Path) -> list[dict[str, Any]]:
@@ -102,12 +111,13 @@ def ensure_seeded(store: BaseStore, path: str | None) -> None:
     if not path:
         return
     resolved = Path(path).expanduser().resolve()
-    key = (id(store), str(resolved), resolved.stat().st_mtime)
+    version = (str(resolved), resolved.stat().st_mtime)
     with _seed_lock:
-        if key in _seeded:
+        loaded = _seeded.setdefault(store, set())
+        if version in loaded:
             return
         seed_repair_memory(store, load_repair_pairs(resolved))
-        _seeded.add(key)
+        loaded.add(version)
 
 
 def record_repair(store: BaseStore, repair: Mapping[str, Any]) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from macsql.evals.bird_schema import build_schema_only_layout, build_schema_only_sqlite
 from macsql.evals.datasets import load_bird
+from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import (
     BIRD_SEPARATOR,
     NO_PREDICTION,
@@ -22,7 +23,7 @@ from macsql.evals.predictions import (
     write_bird_predictions,
     write_spider_predictions,
 )
-from macsql.evals.runner import EvalOptions, run_eval, run_eval_sync
+from macsql.evals.runner import run_eval, run_eval_sync
 from macsql.evals.scoring import score_predictions
 from macsql.evals.ves import drop_outliers, r_ves, reward, time_ratio, ves
 

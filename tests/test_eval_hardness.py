@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from macsql.evals.datasets import load_spider
 from macsql.evals.hardness import (
-    HardnessParseError,
     count_component1,
     count_component2,
     count_others,
     hardness_of_structure,
-    parse_sql,
+    item_hardness,
     spider_hardness,
-    tokenize,
 )
+from macsql.evals.spider_sql_parse import HardnessParseError, parse_sql, tokenize
 
 DATA = Path(
     os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -120,3 +120,28 @@ def test_unparseable_sql_raises() -> None:
         spider_hardness("SELECT name FROM t WHERE name = 'unbalanced")
     with pytest.raises(HardnessParseError):
         spider_hardness("SELECT 1")
+
+
+@needs_spider
+def test_the_official_parse_decides_and_the_sql_text_is_the_fallback(tmp_path: Path) -> None:
+    """An item's `sql` key (Spider's official parse) gives its class even when its text would
+    give another; an item without one is classed from its text."""
+    dev = json.loads((SPIDER / "dev.json").read_text())
+    extra = next(item for item in dev if hardness_of_structure(item["sql"]) == "extra")
+    easy_text = "SELECT count(*) FROM singer"
+    records = [
+        {"db_id": "concert_singer", "question": "a", "query": easy_text, "sql": extra["sql"]},
+        {"db_id": "concert_singer", "question": "b", "query": easy_text},
+        {"db_id": "concert_singer", "question": "c", "query": "SELECT 1"},
+    ]
+    assert [item_hardness(r) for r in records] == ["extra", "easy", "unknown"]
+    (tmp_path / "dev.json").write_text(json.dumps(records))
+    (tmp_path / "database").symlink_to(SPIDER / "database")
+    assert [i.level for i in load_spider(tmp_path).items] == ["extra", "easy", "unknown"]
+
+
+@needs_spider
+def test_dev_classes_from_the_official_parse_are_the_published_ones() -> None:
+    dev = json.loads((SPIDER / "dev.json").read_text())
+    counts = Counter(item_hardness(item) for item in dev)
+    assert counts == {"easy": 248, "medium": 446, "hard": 174, "extra": 166}

@@ -20,13 +20,9 @@ from test_pipelines_eval import SpiderResponder
 from macsql.cli.main import main
 from macsql.database.execution import Outcome, execute_sql
 from macsql.evals.datasets import EvalItem
-from macsql.evals.runner import (
-    EvalOptions,
-    _request_shares,
-    _shared_source,
-    _start_method,
-    run_eval,
-)
+from macsql.evals.options import EvalOptions
+from macsql.evals.runner import run_eval
+from macsql.evals.scheduler import request_shares, shared_source, start_method
 from macsql.llm.scripted import ScriptedOpenAIServer
 
 
@@ -72,7 +68,8 @@ def test_items_are_shared_between_processes_exactly_once(
 _FORKED_RUN = """
 import asyncio, json, os, sys
 from macsql.database.connection import get_engine, resolve_database
-from macsql.evals.runner import EvalOptions, run_eval
+from macsql.evals.options import EvalOptions
+from macsql.evals.runner import run_eval
 
 class PidGraph:  # defined in __main__: no fresh process could import it by name
     async def ainvoke(self, payload, context=None):
@@ -116,9 +113,10 @@ def test_forked_children_run_a_graph_object_and_share_the_items(tmp_path: Path) 
 
 _PARENT_LAST_RUN = """
 import asyncio, json, os, sys, time
-from macsql.evals import runner
+from macsql.evals import runner, scheduler
+from macsql.evals.options import EvalOptions
 
-runner._RESULTS_POLL_S = 60.0  # a collector left waiting on its poll would hang for a minute
+scheduler.RESULTS_POLL_S = 60.0  # a collector left waiting on its poll would hang for a minute
 PARENT = os.getpid()
 
 class ParentSlowGraph:
@@ -126,8 +124,8 @@ class ParentSlowGraph:
         await asyncio.sleep(3.0 if os.getpid() == PARENT else 0.1)
         return {"sql": f"SELECT {os.getpid()}", "status": "ok", "attempts": 1}
 
-options = runner.EvalOptions(dataset="spider", data_dir=sys.argv[2], limit=8, concurrency=2,
-                             processes=2, out=sys.argv[1], progress=False)
+options = EvalOptions(dataset="spider", data_dir=sys.argv[2], limit=8, concurrency=2,
+                      processes=2, out=sys.argv[1], progress=False)
 started = time.perf_counter()
 result = asyncio.run(runner.run_eval(options, graph=ParentSlowGraph()))
 print(json.dumps({"parent": PARENT, "n": len(result.records),
@@ -153,7 +151,7 @@ def test_spawn_when_another_thread_runs() -> None:
     worker = threading.Thread(target=release.wait)
     worker.start()
     try:
-        assert _start_method() == "spawn"
+        assert start_method() == "spawn"
     finally:
         release.set()
         worker.join()
@@ -222,14 +220,14 @@ def test_a_forked_child_does_not_reuse_the_parents_http_connections() -> None:
 def test_processes_split_the_request_slots_without_losing_any(
     concurrency: int, processes: int, shares: list[int]
 ) -> None:
-    assert _request_shares(concurrency, processes) == shares
+    assert request_shares(concurrency, processes) == shares
 
 
 def test_processes_take_items_from_one_counter_exactly_once() -> None:
     ctx = multiprocessing.get_context("spawn")
     position = ctx.Value("q", 0)
     items = [EvalItem(index=i, db_id="d", question=f"q{i}", gold_sql="SELECT 1") for i in range(7)]
-    first, second = _shared_source(items, position), _shared_source(items, position)
+    first, second = shared_source(items, position), shared_source(items, position)
 
     async def drain() -> list[int]:
         taken: list[int] = []

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from macsql.evals.runner import EvalOptions, read_results, run_eval_sync
+from macsql.evals.options import EvalOptions
+from macsql.evals.results import read_results
+from macsql.evals.runner import run_eval_sync
 
 DATA = Path(
     os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")

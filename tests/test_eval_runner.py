@@ -12,14 +12,11 @@ from typing import Any
 import pytest
 from conftest import spider_eval_args
 
+from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import NO_PREDICTION, read_spider_predictions
-from macsql.evals.runner import (
-    EvalOptions,
-    RunDirectoryError,
-    items_in_flight,
-    run_eval,
-    run_eval_sync,
-)
+from macsql.evals.results import RunDirectoryError
+from macsql.evals.runner import run_eval, run_eval_sync
+from macsql.evals.scheduler import items_in_flight
 from macsql.evals.scoring import score_predictions
 
 DATA = Path(

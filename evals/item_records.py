@@ -1,0 +1,108 @@
+"""One item's record: the pipeline's prediction (or the gold SQL), its score, its timing. Every
+failure, of the model, the graph or the scorer, becomes part of the record, never an exception,
+so a run never loses an item."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from macsql.evals.datasets import EvalItem
+from macsql.evals.options import EvalOptions
+from macsql.evals.scoring import ItemScore, Reason, Scorer
+
+
+def base_record(item: EvalItem) -> dict[str, Any]:
+    return {
+        "index": item.index,
+        "question_id": item.question_id,
+        "db_id": item.db_id,
+        "question": item.question,
+        "level": item.level,
+    }
+
+
+def skipped_record(item: EvalItem) -> dict[str, Any]:
+    """The record of an item the dataset marks as unrunnable (its database is missing, ...)."""
+    return {
+        **base_record(item),
+        "prediction": "",
+        "status": "skipped",
+        "attempts": 0,
+        "selector_used": False,
+        "usage": {},
+        "error": None,
+        "correct": None,
+        "reason": Reason.SKIPPED,
+        "detail": item.skip_reason,
+        "elapsed_s": 0.0,
+    }
+
+
+async def predict_and_score(
+    item: EvalItem, options: EvalOptions, graph: Any, context: Any, scorer: Scorer
+) -> dict[str, Any]:
+    """The item's finished record; scoring runs in the loop's default executor."""
+    t0 = time.perf_counter()
+    record = {**base_record(item), **await predict(item, options, graph, context)}
+    try:
+        score: ItemScore = await asyncio.get_running_loop().run_in_executor(
+            None, scorer.score, item, record["prediction"]
+        )
+        record.update(correct=score.correct, reason=score.reason, detail=score.detail)
+    except Exception as exc:  # scoring must not stop the run either
+        detail = f"{type(exc).__name__}: {exc}"
+        record.update(correct=False, reason=Reason.SCORING_ERROR, detail=detail)
+    record["elapsed_s"] = round(time.perf_counter() - t0, 4)
+    return record
+
+
+async def predict(item: EvalItem, options: EvalOptions, graph: Any, context: Any) -> dict[str, Any]:
+    """Run the pipeline on one item; any failure becomes a failed record, never an exception."""
+    if options.gold:
+        return {
+            "prediction": item.gold_sql,
+            "status": "ok",
+            "attempts": 0,
+            "selector_used": False,
+            "usage": {},
+            "error": None,
+            "outcome": None,
+        }
+    payload = {"question": item.question, "evidence": item.evidence, "db": item.db}
+    started = time.perf_counter()
+    try:
+        call = graph.ainvoke(payload, context=context)
+        out = await (asyncio.wait_for(call, options.item_timeout) if options.item_timeout else call)
+    except TimeoutError as exc:
+        limit = options.item_timeout or 0.0
+        if limit and time.perf_counter() - started >= limit:
+            return _failed(f"item timed out after {limit:g}s")
+        return _failed(f"TimeoutError: {exc}")
+    except Exception as exc:  # a model or graph failure is this item's, not the run's
+        return _failed(f"{type(exc).__name__}: {exc}")
+    if not isinstance(out, dict):
+        return _failed(f"pipeline returned {type(out).__name__}, not a dict")
+    status = out.get("status") or ("ok" if out.get("sql") else "failed")
+    return {
+        "prediction": str(out.get("sql") or ""),
+        "status": status,
+        "attempts": int(out.get("attempts") or 0),
+        "selector_used": bool(out.get("selector_used")),
+        "usage": out.get("usage") or {},
+        "error": out.get("error"),
+        "outcome": out.get("outcome"),
+    }
+
+
+def _failed(error: str) -> dict[str, Any]:
+    return {
+        "prediction": "",
+        "status": "failed",
+        "attempts": 0,
+        "selector_used": False,
+        "usage": {},
+        "error": error,
+        "outcome": None,
+    }

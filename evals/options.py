@@ -1,0 +1,72 @@
+"""What one eval run is asked to do, and the `Context` its pipeline runs with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from macsql.graph.context import Context, build_context
+
+
+@dataclass
+class EvalOptions:
+    """Everything one eval run needs; the CLI fills it from its arguments."""
+
+    dataset: str
+    data_dir: str
+    split: str = "dev"
+    pipeline: str = "macsql"
+    gold: bool = False
+    limit: int | None = None
+    concurrency: int = 8
+    """Model requests in flight at most, over all processes. A few more items than that are in
+    progress, so that their local work (SQL execution, scoring) overlaps the model's latency; in
+    gold mode, with no model, it is the number of items in progress."""
+    out: str = "runs/eval"
+    resume: bool = False
+    overwrite: bool = False
+    timeout: float | None = None
+    """Seconds per scoring query (official default: Spider 60, BIRD 30)."""
+    keep_distinct: bool = False
+    ves_iterations: int = 100
+    """BIRD VES runs per query (official: 100); 0 turns VES off."""
+    item_timeout: float | None = 900.0
+    """Seconds one item's pipeline may take before it is recorded as failed."""
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    max_tries: int | None = None
+    cache: str | None = None
+    db_url: str | None = None
+    progress: bool = True
+    context_overrides: dict[str, Any] = field(default_factory=dict)
+    processes: int = 1
+    """Processes sharing the items. The pipelines are CPU-bound in Python between model calls,
+    so one process saturates one core; more use more cores. Children are forked when this
+    process runs no other thread (they then inherit the graph and any registered model);
+    otherwise they are spawned, and the model must be a string a fresh process can resolve."""
+
+    @property
+    def mode(self) -> str:
+        return "gold" if self.gold else self.pipeline
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the run it continues."""
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "mode": self.mode,
+            "keep_distinct": self.keep_distinct,
+        }
+
+    def context(self) -> Context:
+        """The Context every item runs with: the dataset's style, the model options, then the
+        `--set` overrides (`build_context`, which the command line uses too)."""
+        return build_context(
+            model=self.model,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            max_try_times=self.max_tries,
+            dataset_style=self.dataset,
+            overrides=self.context_overrides,
+        )
