@@ -49,6 +49,8 @@ MAX_ERROR_CHARS = 400
 """A database message is cut to this length: a value quoted in an error can be megabytes."""
 PG_ABANDON_GRACE = 0.25
 """Seconds a PostgreSQL server has to honour a cancel before its connection is abandoned."""
+ABANDON_GRACE = 0.35
+"""Seconds past the deadline after which the caller stops waiting for a statement at all."""
 
 
 class Outcome(StrEnum):
@@ -158,19 +160,45 @@ def execute_sql(
         )
     started = time.perf_counter()
     bounds = Bounds.starting_now(timeout, max_rows, max_bytes)
-    try:
-        engine = get_engine(db)
-        with engine.connect() as conn:
-            if db.backend == "sqlite":
-                result = _run_sqlite(conn, sql, bounds)
-            elif db.backend == "postgresql":
-                result = _run_postgres(conn, sql, bounds)
-            else:
-                result = _run_generic(conn, sql, bounds)
-    except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
-        return _classify_failure(sql, exc, time.perf_counter() - started, bounds, db)
+    # The statement runs in a worker thread that the caller waits for until the deadline plus a
+    # grace: the watchdog stops nearly every query by then, but one SQLite step (a printf() of
+    # 500 MB, say) cannot be interrupted, and a server may not answer at all. Then the caller
+    # returns, and the worker discards its connection when the step finally ends.
+    done: dict[str, Any] = {}
+    abandoned = threading.Event()
+
+    def run() -> None:
+        try:
+            done["result"] = _run_on_connection(db, sql, bounds, abandoned)
+        except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
+            done["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True, name="macsql-sql")
+    worker.start()
+    worker.join(timeout + ABANDON_GRACE)
+    if worker.is_alive():
+        abandoned.set()
+        done.setdefault("error", _DeadlineExceeded("abandoned"))
+    if "error" in done:
+        return _classify_failure(sql, done["error"], time.perf_counter() - started, bounds, db)
+    result: ExecutionResult = done["result"]
     result.elapsed = time.perf_counter() - started
     return result
+
+
+def _run_on_connection(
+    db: DatabaseRef, sql: str, bounds: Bounds, abandoned: threading.Event
+) -> ExecutionResult:
+    with get_engine(db).connect() as conn:
+        try:
+            if db.backend == "sqlite":
+                return _run_sqlite(conn, sql, bounds)
+            if db.backend == "postgresql":
+                return _run_postgres(conn, sql, bounds)
+            return _run_generic(conn, sql, bounds)
+        finally:
+            if abandoned.is_set():  # the caller has gone: this connection may be mid-statement
+                conn.invalidate()
 
 
 def bounded_message(text: str | None, limit: int = MAX_ERROR_CHARS) -> str:
