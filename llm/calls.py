@@ -107,9 +107,11 @@ def _invoke_within_deadline(
                 try:
                     box["reply"] = model.invoke(messages, config=config)
                     return
-                except Exception as exc:
+                except BaseException as exc:  # an interrupt is handed to the caller as is
                     box["error"] = exc
-                    if attempt == retries or not _retryable(exc):
+                    if not isinstance(exc, Exception) or attempt == retries:
+                        return
+                    if not _retryable(exc):
                         return
                 pause = min(8.0, 0.5 * 2**attempt) * random.uniform(0.75, 1.25)
                 if deadline - time.monotonic() <= pause or stop.wait(pause):
