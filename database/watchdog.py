@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 _ARMED, _FIRED, _DISARMED = "armed", "fired", "disarmed"
+_IDLE_EXIT_S = 1.0
 
 
 class Alarm:
@@ -85,7 +86,11 @@ class Watchdog:
                     while self._heap and self._heap[0][2]._state == _DISARMED:
                         heapq.heappop(self._heap)
                     if not self._heap:
-                        self._wake.wait()
+                        # An idle watchdog goes away, so that a process with nothing in
+                        # flight has no thread but its own (the eval forks only then).
+                        if not self._wake.wait(_IDLE_EXIT_S) and not self._heap:
+                            self._thread = None
+                            return
                         continue
                     wait = self._heap[0][0] - time.monotonic()
                     if wait <= 0:
