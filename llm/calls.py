@@ -63,18 +63,21 @@ def call_model(
     messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
         messages.insert(0, SystemMessage(system))
+    entered = time.monotonic()
     try:
-        model = get_chat_model(settings)
+        model = get_chat_model(settings)  # the first call builds the client: part of its time
     except ModelConfigError as exc:
         return ModelReply("", f"model configuration error: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
         return _failed_call(agent, exc, 0.0)
     config: Any = {"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}}
-    with model_request_slot():  # latency counts from the slot, not the wait for it
+    built = time.monotonic() - entered
+    with model_request_slot():  # latency and the deadline count from the slot, not the wait
         started = time.perf_counter()
         try:
             retries = 0 if is_registered(settings.model) else settings.max_retries
-            reply = _invoke_within_deadline(model, messages, config, settings, retries)
+            deadline = time.monotonic() + settings.timeout - built
+            reply = _invoke_within_deadline(model, messages, config, settings, retries, deadline)
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
             return _failed_call(agent, exc, time.perf_counter() - started)
         latency = time.perf_counter() - started
@@ -94,10 +97,14 @@ _POLL = 0.05
 
 
 def _invoke_within_deadline(
-    model: Any, messages: list[BaseMessage], config: Any, settings: ModelSettings, retries: int
+    model: Any,
+    messages: list[BaseMessage],
+    config: Any,
+    settings: ModelSettings,
+    retries: int,
+    deadline: float,
 ) -> Any:
-    """`model.invoke` with retries, given back by `settings.timeout` seconds from now."""
-    deadline = time.monotonic() + settings.timeout
+    """`model.invoke` with retries, given back by `deadline` (time.monotonic())."""
     stop = threading.Event()
     box: dict[str, Any] = {}
 

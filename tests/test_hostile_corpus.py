@@ -5,6 +5,9 @@ each, written for this project. Each runs through `execute_sql` against Spider's
 a writable temporary copy of the SQLite file, and the copy loaded into PostgreSQL. A checksum of
 the whole database (SQLite: the file's bytes; PostgreSQL: every row of every table, plus roles,
 privileges, settings and extensions) is taken before and after each statement.
+
+`tests/data/bombs_sqlite.sql` and `tests/data/bombs_postgres.sql` hold expensive functions and
+size bombs: each must end within its timeout + 0.5 s and under a stated peak RSS.
 """
 
 from __future__ import annotations
