@@ -171,8 +171,8 @@ CASES: dict[str, tuple[str, float, str, Callable[[float], Ran]]] = {
     "sqlite_value_bomb": (
         "sqlite",
         2.0,
-        "one 500 MB printf() value",
-        lambda t: _execute(str(CONCERT), "SELECT length(printf('%.*c', 500000000, 'x'))", t),
+        "one 2 GB printf(): one step of ~10 s",
+        lambda t: _execute(str(CONCERT), "SELECT length(printf('%.*c', 2000000000, 'x'))", t),
     ),
     "sqlite_scoring_kilobyte_rows": (
         "sqlite",

@@ -6,8 +6,8 @@
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c
 -- @@ timeout | replace() steps of 10-20 MB strings, each longer than a progress-handler tick
 WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<400) SELECT sum(length(replace(printf('%.*c',10000000+i,'a'),'a','bb'))) FROM r
--- @@ timeout | one printf() of 500 MB: a single step that cannot be interrupted
-SELECT length(printf('%.*c', 500000000, 'x'))
+-- @@ timeout | one printf() of 2 GB: a single step of about 10 s that cannot be interrupted
+SELECT length(printf('%.*c', 2000000000, 'x'))
 -- @@ result_too_large | a 1 GB zeroblob
 SELECT length(zeroblob(1000000000))
 -- @@ result_too_large | a 2 GB randomblob
