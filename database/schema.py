@@ -316,8 +316,9 @@ _FIXED_SIZE_TYPES = (*_NUMERIC_TYPES, *_DATE_TYPES, "BOOL", "UUID", "SERIAL", "M
 
 def _sampled_column(db: DatabaseRef, column: ColumnInfo, quote: Any) -> str:
     """The select expression of a sampled column: a long value comes back as '' (never an
-    example, and not a NULL). SQLite measures a BLOB's length without reading it; PostgreSQL's
-    stored size is small only for short values, and its CASE needs one type for both arms."""
+    example, and not a NULL). The server measures it, so it never travels: SQLite's length() of
+    a BLOB does not even read it. PostgreSQL's CASE needs one type for both arms (and its stored
+    size, pg_column_size, is no guide: a long repetitive text compresses to a few bytes)."""
     name = quote(column.name)
     if db.backend == "sqlite":
         return f"CASE WHEN length({name}) <= {MAX_SAMPLED_VALUE} THEN {name} ELSE '' END"
@@ -326,10 +327,14 @@ def _sampled_column(db: DatabaseRef, column: ColumnInfo, quote: Any) -> str:
     kind = column.type.upper()
     if any(t in kind for t in _FIXED_SIZE_TYPES):
         return name
-    short = f"pg_column_size({name}) <= {MAX_SAMPLED_VALUE}"
     if "BYTEA" in kind:
-        return f"CASE WHEN {short} THEN {name} ELSE ''::bytea END"
-    return f"CASE WHEN {short} THEN {name}::text ELSE '' END"
+        return (
+            f"CASE WHEN octet_length({name}) <= {MAX_SAMPLED_VALUE} THEN {name} ELSE ''::bytea END"
+        )
+    text_value = f"{name}::text"
+    return (
+        f"CASE WHEN octet_length({text_value}) <= {MAX_SAMPLED_VALUE} THEN {text_value} ELSE '' END"
+    )
 
 
 def _sample_rows(

@@ -88,6 +88,27 @@ def test_a_wal_database_on_a_writable_folder_still_reads(tmp_path: Path) -> None
     get_engine(resolve_database(str(path))).dispose()
 
 
+def build_and_measure(ref: Any) -> tuple[Any, list[int]]:
+    """The schema, and the length of every text or binary value its sampling fetched."""
+    from macsql.database import schema as schema_module
+
+    fetched: list[Any] = []
+    real = execute_sql
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        fetched.extend(v for row in result.rows for v in row)
+        return result
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(schema_module, "execute_sql", spy)
+    try:
+        schema = build_schema(ref)
+    finally:
+        monkey.undo()
+    return schema, [len(v) for v in fetched if isinstance(v, str | bytes | memoryview)]
+
+
 def test_sampling_never_fetches_a_long_value(tmp_path: Path) -> None:
     path = tmp_path / "blobs.sqlite"
     conn = sqlite3.connect(path)
@@ -99,23 +120,7 @@ def test_sampling_never_fetches_a_long_value(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     ref = resolve_database(str(path))
-    fetched: list[Any] = []
-    real = execute_sql
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        result = real(*args, **kwargs)
-        fetched.extend(v for row in result.rows for v in row)
-        return result
-
-    from macsql.database import schema as schema_module
-
-    monkey = pytest.MonkeyPatch()
-    monkey.setattr(schema_module, "execute_sql", spy)
-    try:
-        schema = build_schema(ref)
-    finally:
-        monkey.undo()
-    sizes = [len(v) for v in fetched if isinstance(v, str | bytes)]
+    schema, sizes = build_and_measure(ref)
     assert sizes and max(sizes) <= MAX_SAMPLED_VALUE
     doc = schema.table("doc")
     assert doc is not None
@@ -138,3 +143,51 @@ def test_ask_on_a_broken_view_database_still_answers(scripted: Any, tmp_path: Pa
     assert out["status"] == "ok", out.get("error")
     assert "broken" not in model.prompts[0].split("<schema>")[-1].split("</schema>")[0]
     get_engine(resolve_database(str(path))).dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_sampling_skips_long_values_of_every_type(pg_admin_url: str) -> None:
+    from pg_support import writable_engine
+    from sqlalchemy import text
+
+    from macsql.database.postgres_loader import database_url
+
+    name = "bounds_test_sampling"
+    admin = writable_engine(pg_admin_url)
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = database_url(pg_admin_url, name)
+    setup = writable_engine(url)
+    try:
+        with setup.connect() as conn:
+            conn.execute(
+                text(
+                    "CREATE TABLE doc (id serial PRIMARY KEY, kind text, body bytea, note text, "
+                    "meta jsonb, tags int[], price numeric, day date)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO doc (kind, body, note, meta, tags, price, day) SELECT "
+                    "CASE WHEN g % 2 = 0 THEN 'pdf' ELSE 'png' END, "
+                    "decode(repeat(md5(g::text), 100000), 'hex'), repeat(md5(g::text), 200), "
+                    "jsonb_build_object('k', repeat('v', 5000)), ARRAY[g, g], g * 1.5, "
+                    "date '2020-01-01' + g FROM generate_series(1, 6) g"
+                )
+            )
+        ref = resolve_database(url)
+        schema, sizes = build_and_measure(ref)
+        assert sizes and max(sizes) <= MAX_SAMPLED_VALUE
+        doc = schema.table("doc")
+        assert doc is not None
+        assert sorted(doc.column("kind").examples) == ["pdf", "png"]  # type: ignore[union-attr]
+        for column in ("body", "note", "meta"):
+            info = doc.column(column)
+            assert info is not None and info.examples == [] and info.has_nulls is False
+        get_engine(ref).dispose()
+    finally:
+        setup.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
