@@ -53,7 +53,7 @@ def _peak_mb() -> float:
 
 
 def _pg_url() -> str:
-    from macsql.database.postgres_loader import database_url
+    from macsql.tools.postgres_loader import database_url
 
     admin = os.environ.get("MACSQL_PG_URL", "")
     if not admin:
@@ -131,8 +131,8 @@ def _schema_of_blobs(timeout: float) -> Ran:
 
 def _model(fault: str, timeout: float) -> Ran:
     from macsql.llm.calls import call_model
-    from macsql.llm.scripted import ScriptedOpenAIServer, Silent, Trickle
     from macsql.llm.settings import ModelSettings
+    from macsql.tools.scripted import ScriptedOpenAIServer, Silent, Trickle
 
     replies: dict[str, Any] = {
         "trickle": Trickle(interval=0.3),

@@ -42,25 +42,32 @@ TARGET = 1.25
 
 
 def _responder(dev_json: Path):  # type: ignore[no-untyped-def]
+    """Replies by agent: the Selector keeps every table, the Decomposer (and the Refiner, should
+    a gold query fail) writes the gold SQL of the question in the prompt."""
     gold: dict[str, str] = {}
     for rec in json.loads(dev_json.read_text(encoding="utf-8")):
         gold.setdefault(rec["question"].strip(), rec["query"])
 
-    def answer(prompt: str) -> str:
+    def task_of(prompt: str) -> tuple[str, str]:
         task = prompt.rsplit("Your task.", 1)[-1]
-        question = task.rsplit("[Question]", 1)[-1].splitlines()[0].strip()
-        if "keep_all" in prompt and "[Answer]" in task:  # the Selector's prompt
-            schema = task.split("<schema>", 1)[-1].split("</schema>", 1)[0]
-            tables = re.findall(r"^# Table: (.+)$", schema, flags=re.MULTILINE)
-            return "```json\n" + json.dumps(dict.fromkeys(tables, "keep_all")) + "\n```"
+        return task, task.rsplit("[Question]", 1)[-1].splitlines()[0].strip()
+
+    def select(prompt: str) -> str:
+        task, _ = task_of(prompt)
+        schema = task.split("<schema>", 1)[-1].split("</schema>", 1)[0]
+        tables = re.findall(r"^# Table: (.+)$", schema, flags=re.MULTILINE)
+        return "```json\n" + json.dumps(dict.fromkeys(tables, "keep_all")) + "\n```"
+
+    def solve(prompt: str) -> str:
+        _, question = task_of(prompt)
         sql = gold.get(question, "SELECT 1")
         return f"Sub question 1: {question}\nSQL\n```sql\n{sql}\n```\nQuestion Solved."
 
-    return answer
+    return {"selector": select, "decomposer": solve, "refiner": solve}
 
 
 def serve(delay: float) -> None:
-    from macsql.llm.scripted import ScriptedOpenAIServer
+    from macsql.tools.scripted import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(_responder(SPIDER / "dev.json"), delay=delay) as server:
         print(server.base_url, flush=True)

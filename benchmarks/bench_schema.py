@@ -134,8 +134,8 @@ def pipeline_overhead(questions: int) -> dict[str, float]:
     from macsql.graph.context import Context
     from macsql.graph.macsql_graph import graph
     from macsql.llm.models import register_chat_model
-    from macsql.llm.scripted import ScriptedChatModel
     from macsql.nodes import executor
+    from macsql.tools.scripted import ScriptedChatModel
 
     dev = json.loads((SPIDER / "dev.json").read_text())
     items = [

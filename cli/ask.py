@@ -20,9 +20,11 @@ from macsql.cli.common import (
     context_from_args,
     enable_cache,
     resolve_db_argument,
+    warn_if_privileged,
 )
 from macsql.graph.registry import get_pipeline, pipeline_names
 from macsql.llm.models import ModelConfigError
+from macsql.llm.traces import recording_traces
 
 
 def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +43,11 @@ def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
+        "--traces",
+        action="store_true",
+        help="with --json: add `traces`, every agent call as sent and answered, in order",
+    )
+    parser.add_argument(
         "--stream",
         action="store_true",
         help="print each agent's progress and the model's tokens as they come",
@@ -54,6 +61,8 @@ def ask_main(args: argparse.Namespace) -> int:
         question = (args.question or "").strip()
         if not question:
             raise UsageError("the question is empty")
+        if args.traces and not args.json:
+            raise UsageError("--traces goes with --json (the traces are part of the JSON)")
         db = resolve_db_argument(args.db)
         context = context_from_args(args)
         enable_cache(args)
@@ -63,20 +72,26 @@ def ask_main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     graph = get_pipeline(args.pipeline)
     payload = {"question": question, "evidence": args.evidence or "", "db": db}
-    if args.stream:
-        # With --json, progress goes to stderr so stdout stays one JSON object.
-        progress = Console(stderr=True, highlight=False, soft_wrap=True) if args.json else console
-        result = _run_streaming(graph, payload, context, progress)
-    else:
-        result = graph.invoke(payload, context=context)
+    with recording_traces() as trace:
+        if args.stream:
+            # With --json, progress goes to stderr so stdout stays one JSON object.
+            progress = (
+                Console(stderr=True, highlight=False, soft_wrap=True) if args.json else console
+            )
+            result = _run_streaming(graph, payload, context, progress)
+        else:
+            result = graph.invoke(payload, context=context)
     # Streamed "values" carry every channel; keep only the pipeline's output schema.
     keys = graph.builder.output_schema.__annotations__
     output = {k: v for k, v in result.items() if k in keys}
     output.setdefault("error", None)
+    if args.traces:
+        output["traces"] = trace.calls
     if args.json:
         print(json.dumps(output, ensure_ascii=False, default=str))
     else:
         _print_result(console, output)
+    warn_if_privileged(db)
     return EXIT_OK if output.get("status") == "ok" else EXIT_FAILED
 
 
@@ -85,6 +100,7 @@ def _run_streaming(
 ) -> dict[str, Any]:
     final: dict[str, Any] = {}
     in_tokens = False
+    shown = _Shown()
     # subgraphs=True: a pipeline made of pipelines (macsql+sqlfix) shows its stages' progress.
     for namespace, mode, chunk in graph.stream(
         payload, context=context, stream_mode=["custom", "messages", "values"], subgraphs=True
@@ -95,18 +111,37 @@ def _run_streaming(
             text = getattr(message, "content", "")
             if isinstance(text, str) and text:
                 console.print(text, end="", style="dim", markup=False)
+                shown.tokens.append(text)
                 in_tokens = True
         elif mode == "custom":
             if in_tokens:
                 console.print()
                 in_tokens = False
             prefix = f"{stage} " if stage else ""
-            console.print(prefix + _describe_event(chunk), markup=False)
+            console.print(prefix + _describe_event(shown.new_only(chunk)), markup=False)
         elif mode == "values" and not namespace:
             final = chunk
     if in_tokens:
         console.print()
     return final
+
+
+class _Shown:
+    """What the stream has printed, so that a SQL appears once: in the model's streamed reply,
+    or in the first event that carries it, not again in each agent's next event."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self.sql: set[str] = set()
+
+    def new_only(self, event: dict[str, Any]) -> dict[str, Any]:
+        sql = event.get("sql")
+        if not isinstance(sql, str) or not sql:
+            return event
+        if sql in self.sql or sql in "".join(self.tokens):
+            return {k: v for k, v in event.items() if k != "sql"}
+        self.sql.add(sql)
+        return event
 
 
 def _describe_event(event: dict[str, Any]) -> str:
@@ -138,3 +173,10 @@ def _print_result(console: Console, output: dict[str, Any]) -> None:
     )
     if output.get("error"):
         console.print(f"error: {output['error']}", markup=False)
+    for fallback in output.get("fallbacks") or []:  # replies an agent could not use as asked
+        console.print(f"note: [{fallback['agent']}] {fallback['detail']}", markup=False)
+    # Every fallback an agent took (the Selector's, R^3's default reviewers, ...) is part of
+    # the answer: the user should know that a reply was not used as given.
+    for key, value in output.items():
+        if key.endswith("_fallback") and value:
+            console.print(f"{key.removesuffix('_fallback')} fallback: {value}", markup=False)

@@ -1,28 +1,29 @@
-"""What the subcommands share: exit codes, model options, the Context they build."""
+"""What the subcommands share: model options, the Context they build, the database check.
+The exit codes live in `macsql.cli.exit_codes` and are re-exported here."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import fields
 from functools import cache
-from typing import Any, get_args, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
-from macsql.database.connection import DatabaseNotFoundError, resolve_database
+from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+)
+from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
+from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
+from macsql.database.relation_inventory import take_privilege_warning
 from macsql.graph.context import Agent, Context, ContextError, build_context
-from macsql.llm.cache import enable_llm_cache
-from macsql.llm.models import get_chat_model
+from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.nodes.model_calls import settings_for
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-
-class UsageError(ValueError):
-    """Bad arguments or configuration: exit 2 with a one-line message."""
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,12 +102,16 @@ _NONE_WORDS = ("", "none", "null")
 
 
 @cache
-def _field_types() -> dict[str, tuple[TypeAdapter[Any], bool]]:
+def _field_types() -> dict[str, tuple[TypeAdapter[Any], bool, bool]]:
     """Each Context field's validator of its declared type (pydantic's lax mode parses text),
-    and whether the field may be empty."""
+    whether the field may be empty, and whether it is a tuple (given as comma-separated text)."""
     hints = get_type_hints(Context)
     return {
-        f.name: (TypeAdapter(hints[f.name]), type(None) in get_args(hints[f.name]))
+        f.name: (
+            TypeAdapter(hints[f.name]),
+            type(None) in get_args(hints[f.name]),
+            get_origin(hints[f.name]) is tuple,
+        )
         for f in fields(Context)
     }
 
@@ -121,12 +126,15 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
         if not sep or name not in types:
             raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
         text = raw.strip()
-        adapter, may_be_empty = types[name]
+        adapter, may_be_empty, is_tuple = types[name]
         if may_be_empty and text.lower() in _NONE_WORDS:
             values[name] = None
             continue
+        value: object = (
+            tuple(part.strip() for part in text.split(",") if part.strip()) if is_tuple else text
+        )
         try:
-            values[name] = adapter.validate_python(text)
+            values[name] = adapter.validate_python(value)
         except ValidationError as exc:
             raise UsageError(f"--set {name}: {exc.errors()[0]['msg']}") from exc
     return values
@@ -135,6 +143,9 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
 def enable_cache(args: argparse.Namespace) -> None:
     """`--cache FILE`: langchain's SQLite LLM cache, so identical prompts skip the model."""
     if getattr(args, "cache", None):
+        # Only --cache pays for importing the cache (SQLAlchemy's ORM and langchain's loader).
+        from macsql.llm.cache import enable_llm_cache
+
         enable_llm_cache(args.cache)
 
 
@@ -144,15 +155,32 @@ def check_models(context: Context) -> None:
     for agent in Agent:
         if agent is Agent.SQL_TOOL and context.sql_generator.strip().lower() == "decomposer":
             continue  # the SQLTool reuses the Decomposer's model
-        get_chat_model(settings_for(context, agent))
+        try:
+            get_chat_model(settings_for(context, agent))
+        except ModelConfigError as exc:  # named by Context field; add the flags that set them
+            raise UsageError(f"{exc} (flags: --model, --base-url, --api-key)") from exc
 
 
 def resolve_db_argument(value: str) -> str:
-    """`demo`, a SQLite path or a URL, checked to exist; the string the graph takes."""
+    """`demo`, a SQLite path or a URL, checked to exist and to open; the string the graph
+    takes. A database that cannot be opened is a configuration error (exit 2, one line)."""
     if value == DEMO_NAME:
         return str(ensure_demo_database())
     try:
         ref = resolve_database(value)
-    except DatabaseNotFoundError as exc:
+        check_database(ref)
+    except (DatabaseNotFoundError, DatabaseUnavailableError) as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value
+
+
+def warn_if_privileged(db: str | None) -> None:
+    """On stderr, once per database: macsql is connected as a superuser or table owner."""
+    if not db:
+        return
+    try:
+        warning = take_privilege_warning(resolve_database(db))
+    except DatabaseNotFoundError:
+        return
+    if warning:
+        print(f"macsql: {warning}", file=sys.stderr)

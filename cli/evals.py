@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from macsql.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
     UsageError,
     add_context_fields_argument,
     check_models,
     parse_context_fields,
+    warn_if_privileged,
 )
 from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
 from macsql.evals.options import EvalOptions
@@ -26,11 +31,19 @@ from macsql.evals.predictions import (
     read_spider_predictions,
 )
 from macsql.evals.results import RunDirectoryError
+from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.evals.runner import run_eval_sync
 from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
 from macsql.evals.ves import OFFICIAL_ITERATIONS
 from macsql.graph.context import ContextError
 from macsql.llm.models import ModelConfigError
+
+
+def default_processes() -> int:
+    """One process per core, at most 2. On the 2-core development machine 2 processes ran the
+    throughput benchmark in 9.63-9.71 s against 10.07-10.10 s for 1, and 3 or 4 gained
+    nothing (benchmarks/README.md); more cores than 2 were not measured."""
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 def _add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,9 +113,17 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--processes",
         type=int,
-        default=1,
-        help="processes sharing the items and the concurrency; use the machine's cores when "
-        "Python CPU, not the model, limits throughput (1)",
+        default=default_processes(),
+        help="processes sharing the items and the concurrency; the pipelines are Python-bound "
+        f"between model calls, so one per core, up to 2 (here {default_processes()})",
+    )
+    parser.add_argument(
+        "--stop-after-failures",
+        type=int,
+        default=STOP_AFTER_MODEL_FAILURES,
+        metavar="N",
+        help="stop after N items in a row whose model call failed (a server down, a bad key); "
+        f"0 never stops ({STOP_AFTER_MODEL_FAILURES})",
     )
     parser.add_argument(
         "--out", default=None, help="output folder (default runs/<dataset>-<split>-<pipeline>)"
@@ -128,6 +149,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds one item may take before it is recorded as failed",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--traces",
+        action="store_true",
+        help="record every agent call (messages as sent, reply, usage, what followed) in "
+        "traces.jsonl beside results.jsonl, for `macsql export-sft`",
+    )
     _add_scoring_arguments(parser)
 
 
@@ -149,8 +176,7 @@ def eval_main(args: argparse.Namespace) -> int:
     try:
         overrides = parse_context_fields(args.context_fields)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_error(exc)
     out = args.out or str(Path("runs") / f"{args.dataset}-{args.split}-{mode}")
     options = EvalOptions(
         dataset=args.dataset,
@@ -174,25 +200,39 @@ def eval_main(args: argparse.Namespace) -> int:
         cache=args.cache,
         db_url=args.db_url,
         progress=not args.no_progress,
+        traces=args.traces,
         context_overrides=overrides,
         processes=max(1, args.processes),
+        stop_after_failures=max(0, args.stop_after_failures),
     )
     if not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
         try:
             check_models(options.context())  # the very Context the run will use
         except (TypeError, ContextError, ModelConfigError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            return _usage_error(exc)
     try:
         result = run_eval_sync(options)
     except (DatasetError, RunDirectoryError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_error(exc)
     summary = result.summary
     levels = SPIDER_LEVELS if args.dataset == "spider" else BIRD_LEVELS
     print(summary_text(summary, levels))
     print(f"wall time {summary['wall_time_s']:.1f}s; results in {result.out_dir}")
-    return 0
+    if args.db_url:  # one role for every database of the server: check the first
+        first = load_dataset(args.dataset, args.data_dir, args.split, db_url=args.db_url).items
+        warn_if_privileged(next((item.db for item in first if item.db), None))
+    if summary.get("problem"):  # the figures above do not measure the model
+        print(f"macsql: error: {summary['problem']}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _usage_error(exc: BaseException) -> int:
+    """A configuration mistake: one line, exit 2. A KeyError's message is its first argument
+    (its str() would quote it)."""
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    print(f"macsql: error: {text}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def score_main(args: argparse.Namespace) -> int:
@@ -216,8 +256,7 @@ def score_main(args: argparse.Namespace) -> int:
         PredictionsMismatchError,
         FileNotFoundError,
     ) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_error(exc)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

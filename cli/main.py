@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from macsql.cli.ask import add_ask_arguments, ask_main
-from macsql.cli.common import EXIT_USAGE, UsageError
-from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
+from macsql.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -31,7 +31,7 @@ def _demo_main(args: argparse.Namespace) -> int:
 
 
 def _load_postgres_main(args: argparse.Namespace) -> int:
-    from macsql.database.postgres_loader import main_load
+    from macsql.tools.postgres_loader import main_load
 
     return main_load(args.loader_args)
 
@@ -43,7 +43,9 @@ def _graph_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `macsql` parser; the options of `eval` and `score` are added only when `command`
+    names one of them (their help line is always there)."""
     parser = _Parser(
         prog="macsql",
         description="Text-to-SQL with MAC-SQL, SQLFixAgent and R^3, as LangGraph graphs.",
@@ -51,13 +53,29 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     handlers: dict[str, Handler] = {}
 
+    from macsql.cli.ask import add_ask_arguments, ask_main
+
     ask = sub.add_parser("ask", help="answer one question with a checked SQL query")
     add_ask_arguments(ask)
     handlers["ask"] = ask_main
 
-    add_eval_arguments(sub.add_parser("eval", help="run a pipeline over Spider or BIRD"))
-    add_score_arguments(sub.add_parser("score", help="score a predictions file"))
-    handlers["eval"], handlers["score"] = eval_main, score_main
+    evals = sub.add_parser("eval", help="run a pipeline over Spider or BIRD")
+    score = sub.add_parser("score", help="score a predictions file")
+    if command in ("eval", "score"):
+        # The eval harness (scoring, reports, the LLM cache) costs a second of imports that
+        # `ask` should not pay; only these commands load it.
+        from macsql.cli.evals import add_eval_arguments, add_score_arguments, eval_main, score_main
+
+        add_eval_arguments(evals)
+        add_score_arguments(score)
+        handlers["eval"], handlers["score"] = eval_main, score_main
+
+    export = sub.add_parser("export-sft", help="turn a traced teacher run into fine-tuning data")
+    if command == "export-sft":
+        from macsql.cli.export_sft import add_export_arguments, export_main
+
+        add_export_arguments(export)
+        handlers["export-sft"] = export_main
 
     demo = sub.add_parser("demo", help="write the demo database and print its path")
     demo.add_argument("path", nargs="?", default=None)
@@ -80,13 +98,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run one command. The cyclic garbage collector is paused while the command's modules are
+    imported: langchain, LangGraph and the OpenAI client make some 2,000 modules' worth of
+    objects, which the collector would walk again and again meanwhile (a fifth of the import
+    CPU, measured). `ask` is short and keeps it paused; longer commands collect as usual."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv), collecting)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def run() -> int:
+    """The console script: `main`, then the heap is frozen, so that the interpreter's final
+    collections at exit do not walk it (they took about a second after an `ask`)."""
+    code = main()
+    gc.freeze()
+    return code
+
+
+def _main(argv: list[str], collecting: bool) -> int:
     if argv[:1] == ["load-postgres"]:  # the loader owns its options, --help included
         return _load_postgres_main(argparse.Namespace(loader_args=argv[1:]))
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
+    if collecting and args.command != "ask":
+        gc.enable()
     try:
-        return args._handlers[args.command](args)
+        code = args._handlers[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`macsql ask --json | head -c 400`): that is not an error of
+        # ours. Point stdout at /dev/null so that the interpreter's final flush is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except UsageError as exc:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -96,4 +144,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run())

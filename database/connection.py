@@ -15,10 +15,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
+from macsql.database.connection_errors import DatabaseUnavailableError, describe_database_error
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 
 
@@ -192,6 +193,20 @@ def sqlite_open_hint(path: Path) -> str | None:
             "journaling (PRAGMA journal_mode=DELETE)."
         )
     return None
+
+
+def check_database(ref: DatabaseRef) -> None:
+    """Open `ref` and read its catalogue once, so that a wrong password, an unknown database,
+    a file that is not a database or a missing driver is one clear `DatabaseUnavailableError`
+    before any model is asked."""
+    probe = "SELECT 1 FROM sqlite_master LIMIT 1" if ref.backend == "sqlite" else "SELECT 1"
+    try:
+        with get_engine(ref).connect() as connection:
+            connection.execute(text(probe)).fetchall()
+    except Exception as exc:  # every driver has its own error classes
+        raise DatabaseUnavailableError(
+            f"cannot open {ref.safe_url}: {describe_database_error(exc)}"
+        ) from exc
 
 
 def dispose_all() -> None:

@@ -24,12 +24,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import functools
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -37,7 +38,8 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
-from macsql.database.guard import check_statement, forbidden_function_reason
+from macsql.database.guard import GuardKind, function_allowed, make_policy
+from macsql.database.relation_inventory import guard_verdict
 from macsql.database.watchdog import WATCHDOG
 from macsql.graph.state import ExecutionRecord
 
@@ -141,6 +143,8 @@ def execute_sql(
     *,
     timeout: float = 30.0,
     max_rows: int | None = 100,
+    allowed_functions: tuple[str, ...] = (),
+    allowed_relations: tuple[str, ...] = (),
     max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> ExecutionResult:
     """Run one read-only statement within a deadline, a row cap and a byte budget; never
@@ -148,13 +152,18 @@ def execute_sql(
 
     `max_rows=None` fetches every row, in batches (the scorers need whole results); the byte
     budget still holds.
+    `allowed_functions` and `allowed_relations` extend the guard's allow-lists
+    (`Context.allowed_functions`, `Context.allowed_relations`).
     """
     sql = (sql or "").strip()
     if not sql:
         return ExecutionResult(sql, Outcome.NO_SQL, error="no SQL to execute", error_class="NoSQL")
-    verdict = check_statement(sql, db.dialect)
+    try:
+        verdict = guard_verdict(db, sql, allowed_functions, allowed_relations)
+    except Exception as exc:  # the database's inventory could not be read
+        return _classify_failure(sql, exc, 0.0, Bounds.starting_now(timeout, max_rows), db)
     if not verdict.allowed:
-        outcome = Outcome.SYNTAX_ERROR if verdict.kind == "syntax" else Outcome.REJECTED
+        outcome = _GUARD_OUTCOMES.get(verdict.kind, Outcome.REJECTED)
         return ExecutionResult(
             sql, outcome, error=bounded_message(verdict.reason), error_class="GuardRejection"
         )
@@ -169,7 +178,7 @@ def execute_sql(
 
     def run() -> None:
         try:
-            done["result"] = _run_on_connection(db, sql, bounds, abandoned)
+            done["result"] = _run_on_connection(db, sql, bounds, abandoned, allowed_functions)
         except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
             done["error"] = exc
 
@@ -186,13 +195,25 @@ def execute_sql(
     return result
 
 
+_GUARD_OUTCOMES: dict[str, Outcome] = {
+    GuardKind.SYNTAX: Outcome.SYNTAX_ERROR,
+    # a table the database does not have: the same class as the engine's "no such table"
+    GuardKind.UNKNOWN_RELATION: Outcome.UNKNOWN_OBJECT,
+}
+
+
 def _run_on_connection(
-    db: DatabaseRef, sql: str, bounds: Bounds, abandoned: threading.Event
+    db: DatabaseRef,
+    sql: str,
+    bounds: Bounds,
+    abandoned: threading.Event,
+    allowed_functions: tuple[str, ...],
 ) -> ExecutionResult:
     with get_engine(db).connect() as conn:
         try:
             if db.backend == "sqlite":
-                return _run_sqlite(conn, sql, bounds)
+                extra = make_policy(None, allowed_functions).allowed_functions
+                return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra))
             if db.backend == "postgresql":
                 return _run_postgres(conn, sql, bounds)
             return _run_generic(conn, sql, bounds)
@@ -278,28 +299,40 @@ _SQLITE_READ_ACTIONS = frozenset(
 )
 
 
-def _sqlite_authorizer(
-    action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None
-) -> int:
+@functools.lru_cache(maxsize=64)
+def sqlite_authorizer(allowed_functions: frozenset[str] = frozenset()) -> Authorizer:
     """SQLite's own parser asks before every action of a statement: only reading is allowed.
 
     A second, independent layer under the guard: ATTACH (which would create a file), VACUUM
-    INTO, PRAGMA, transactions, DDL, DML and the guard's forbidden functions are denied while
-    SQLite prepares the statement, whatever the text looked like to sqlglot.
+    INTO, PRAGMA, transactions, DDL, DML and every function that is not on the guard's
+    allow-list (extended by `allowed_functions`) are denied while SQLite prepares the
+    statement, whatever the text looked like to sqlglot.
     """
-    if action == sqlite3.SQLITE_FUNCTION:
-        return sqlite3.SQLITE_DENY if forbidden_function_reason(arg2 or "") else sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_OK if action in _SQLITE_READ_ACTIONS else sqlite3.SQLITE_DENY
+
+    def authorize(
+        action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None
+    ) -> int:
+        if action == sqlite3.SQLITE_FUNCTION:
+            allowed = function_allowed(arg2 or "", "sqlite", allowed_functions)
+            return sqlite3.SQLITE_OK if allowed else sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK if action in _SQLITE_READ_ACTIONS else sqlite3.SQLITE_DENY
+
+    return authorize
 
 
-def _run_sqlite(conn: Connection, sql: str, bounds: Bounds) -> ExecutionResult:
+Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
+
+
+def _run_sqlite(
+    conn: Connection, sql: str, bounds: Bounds, authorizer: Authorizer | None = None
+) -> ExecutionResult:
     raw: Any = conn.connection.driver_connection
     # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
     # to the file, and query_only also refuses TEMP tables, whatever an earlier statement did.
     raw.execute("PRAGMA query_only = ON")
     # No value may grow past the budget: a 50 MB printf() fails as it is built, not when fetched.
     old_length = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(bounds.max_bytes, 1_000_000_000))
-    raw.set_authorizer(_sqlite_authorizer)
+    raw.set_authorizer(authorizer or sqlite_authorizer())
     # The watchdog interrupts from outside: one VM step can outlast any progress-handler tick.
     alarm = WATCHDOG.arm(bounds.deadline, raw.interrupt)
     cursor = raw.cursor()

@@ -1,8 +1,9 @@
 """The statement guard: layer 1 of macsql's defences against model-written SQL.
 
-`check_statement(sql, dialect)` decides, with sqlglot and in the database's own dialect, whether
-a statement may run. It allows exactly one read-only query: a SELECT, possibly with CTEs, set
-operations (UNION, INTERSECT, EXCEPT) or parentheses, a VALUES list, or PostgreSQL's `TABLE t`.
+`check_statement(sql, dialect, policy)` decides, with sqlglot and in the database's own dialect,
+whether a statement may run. It allows exactly one read-only query: a SELECT, possibly with
+CTEs, set operations (UNION, INTERSECT, EXCEPT) or parentheses, a VALUES list, or PostgreSQL's
+`TABLE t`.
 Everything else is refused with a classified `GuardVerdict` whose `reason` is written for the
 Refiner (and for a human reading a trace):
 
@@ -14,12 +15,18 @@ Refiner (and for a human reading a trace):
 - transaction and session commands: BEGIN, COMMIT, SAVEPOINT, SET, RESET, LISTEN, PREPARE, ...;
 - other commands: PRAGMA, ATTACH, DETACH, VACUUM, EXPLAIN, DO, CALL, LOCK, ...;
 - row locks (`SELECT ... FOR UPDATE` and friends);
-- functions that touch files, the server, extensions, locks, sequences or time, or that run SQL
-  given as text (`load_extension`, `pg_read_file`, `pg_sleep`, `lo_export`, `dblink`,
-  `nextval`, `query_to_xml`, ...): see `FORBIDDEN_FUNCTIONS` and `FORBIDDEN_FUNCTION_PATTERNS`.
+- calls of functions that are not on the function allow-list (`guard_functions`: sqlglot's
+  typed functions minus a reviewed exclusion, plus reviewed names per dialect, plus
+  `Context.allowed_functions`); the functions in `FORBIDDEN_FUNCTIONS` and
+  `FORBIDDEN_FUNCTION_PATTERNS` (files, the server, extensions, locks, sequences, SQL given as
+  text) are refused even when a user lists them;
+- reads of relations that are not on the relation allow-list (`guard_relations`: the
+  database's own tables and views, the query's CTEs, reviewed information views, plus
+  `Context.allowed_relations`): system catalogs, other databases, unknown names.
 
-The guard is an allow-list at two levels: the statement's first keyword must start a query, and
-the parsed root must be a query node; inside it, every node is checked against the deny-lists.
+The guard is an allow-list at every level: the statement's first keyword must start a query,
+the parsed root must be a query node, every function and relation inside it must be listed,
+and every node is also checked against the statement kinds above.
 It is not the only layer: connections are read-only at the engine (SQLite: `mode=ro`,
 `PRAGMA query_only` and an authorizer; PostgreSQL: `READ ONLY` transactions inside a server-side
 cursor) and bounded by a timeout and a row cap (`macsql.database.execution`).
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -37,6 +45,16 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
+
+from macsql.database.guard_functions import COMMON_FUNCTIONS, SAFE_FUNCTIONS, UNSAFE_TYPED_FUNCTIONS
+from macsql.database.guard_relations import (
+    Relations,
+    RelationVerdict,
+    check_relation,
+    is_cte_reference,
+    looks_like_a_file,
+    relation_label,
+)
 
 MAX_SQL_CHARS = 100_000
 """Longer statements are refused before parsing: no real query is this long."""
@@ -58,6 +76,8 @@ class GuardKind(StrEnum):
     LOCKING = "locking"
     FORBIDDEN_COMMAND = "forbidden_command"
     FORBIDDEN_FUNCTION = "forbidden_function"
+    FORBIDDEN_RELATION = "forbidden_relation"
+    UNKNOWN_RELATION = "unknown_relation"
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,9 +403,6 @@ _DIALECT_FUNCTIONS: dict[str, dict[str, str]] = {
         )
     },
 }
-_FILE_SUFFIX = re.compile(
-    r"\.(csv|tsv|txt|json|jsonl|ndjson|parquet|xlsx|gz|zst|db|sqlite|duckdb)$", re.IGNORECASE
-)
 # MySQL and MariaDB run the text of /*! ... */ and /*M! ... */ comments as SQL.
 _EXECUTABLE_COMMENT = ("!", "M!")
 
@@ -394,7 +411,8 @@ _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_$]*$")
 
 @functools.lru_cache(maxsize=4096)
 def forbidden_function_reason(name: str) -> str | None:
-    """Why calling the function `name` is refused, or None when it is allowed."""
+    """Why the function `name` is known to be unsafe (never allowed, not even when a user adds
+    it to `Context.allowed_functions`), or None when it is not on the known-unsafe list."""
     lowered = name.lower()
     if not _PLAIN_NAME.match(lowered):
         return "has an escaped or unusual name, which could hide another function"
@@ -407,6 +425,36 @@ def forbidden_function_reason(name: str) -> str | None:
     return None
 
 
+def _known_unsafe(name: str, dialect: str) -> str | None:
+    return forbidden_function_reason(name) or _DIALECT_FUNCTIONS.get(dialect, {}).get(name.lower())
+
+
+def function_allowed(name: str, dialect: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether a call of `name` (as the database names it) is allowed in `dialect`: on the
+    reviewed list of side-effect-free functions or in `extra`, and not known to be unsafe.
+    SQLite's authorizer asks this too, so both layers agree."""
+    lowered = name.lower()
+    if lowered in ("->", "->>"):  # SQLite's JSON operators reach the authorizer as functions
+        return dialect == "sqlite"
+    if _known_unsafe(lowered, dialect) is not None:
+        return False
+    return lowered in SAFE_FUNCTIONS.get(dialect, COMMON_FUNCTIONS) or lowered in extra
+
+
+# Nodes that keep the function's name as written (sqlglot did not map it to its own class).
+_NAMED_FUNCTIONS = tuple(
+    node_type
+    for name in (
+        "Anonymous",
+        "AnonymousAggFunc",
+        "CombinedAggFunc",
+        "ParameterizedAgg",
+        "CombinedParameterizedAgg",
+    )
+    if (node_type := getattr(exp, name, None)) is not None
+)
+
+
 @functools.cache
 def _typed_function_names(func_type: Any) -> tuple[str, ...]:
     try:
@@ -415,11 +463,87 @@ def _typed_function_names(func_type: Any) -> tuple[str, ...]:
         return ()
 
 
-def _function_names(node: exp.Func) -> tuple[str, ...]:
-    if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
-        return (node.name,)
-    func_type: Any = type(node)  # a class is hashable; mypy's Hashable check misreads it
-    return _typed_function_names(func_type)
+@functools.cache
+def _typed_refusal(func_type: Any, dialect: str) -> str | None:
+    names = _typed_function_names(func_type)
+    shown = names[0] if names else func_type.__name__.lower()
+    if func_type.__name__ in UNSAFE_TYPED_FUNCTIONS:
+        return _unsafe_message(shown, "has side effects or reads outside the database")
+    for name in names:
+        why = _known_unsafe(name, dialect)
+        if why is not None:
+            return _unsafe_message(name, why)
+    return None
+
+
+def _unsafe_message(name: str, why: str) -> str:
+    return (
+        f"Rejected: the function {name}() {why}; it is not allowed in a query. Rewrite the query "
+        f"without it."
+    )
+
+
+def _function_refusal(node: exp.Func, dialect: str, extra: frozenset[str]) -> str | None:
+    qualifier = _function_qualifier(node)
+    if not isinstance(node, _NAMED_FUNCTIONS):
+        func_type: Any = type(node)  # a class is hashable; mypy's Hashable check misreads it
+        refusal = _typed_refusal(func_type, dialect)
+        if refusal is not None or not qualifier:
+            return refusal
+        name = next(iter(_typed_function_names(func_type)), "")
+    else:
+        name = node.name
+    why = _known_unsafe(name, dialect)
+    if why is not None:
+        return _unsafe_message(name, why)
+    if qualifier:
+        qualified = f"{qualifier}.{name}".lower()
+        builtin = qualifier.lower() == _BUILTIN_SCHEMA.get(dialect)
+        if qualified in extra or (builtin and function_allowed(name, dialect, extra)):
+            return None
+        shown = f"{qualifier}.{name}"
+    elif function_allowed(name, dialect, extra):
+        return None
+    else:
+        shown = name
+    return (
+        f"Rejected: the function {shown}() is not on macsql's list of functions known to be "
+        f"free of side effects in {_DISPLAY.get(dialect, dialect or 'SQL')}. Rewrite the query "
+        f"without it. (If it is a pure function of your own, add '{shown}' to "
+        f"Context.allowed_functions.)"
+    )
+
+
+def _shadowed_function(node: exp.Func, policy: GuardPolicy) -> str | None:
+    user_functions = policy.relations.user_functions if policy.relations else frozenset()
+    if not user_functions:
+        return None
+    if isinstance(node, _NAMED_FUNCTIONS):
+        names: tuple[str, ...] = (node.name.lower(),)
+    else:
+        func_type: Any = type(node)
+        names = _typed_function_names(func_type)
+    for name in names:
+        if name in user_functions and name not in policy.allowed_functions:
+            return (
+                f"Rejected: {name}() is also the name of a function defined in the database's "
+                f"own schemas, which the database may call instead of the built-in one. "
+                f"Rewrite the query without it. (If that function is free of side effects, "
+                f"add '{name}' to Context.allowed_functions.)"
+            )
+    return None
+
+
+# A function named with its schema is that schema's function; only the built-in one is known.
+_BUILTIN_SCHEMA = {"postgres": "pg_catalog"}
+_DISPLAY = {"sqlite": "SQLite", "postgres": "PostgreSQL", "mysql": "MySQL", "duckdb": "DuckDB"}
+
+
+def _function_qualifier(node: exp.Func) -> str:
+    parent = node.parent
+    if isinstance(parent, exp.Dot) and parent.expression is node:
+        return parent.this.sql() if isinstance(parent.this, exp.Expression) else str(parent.this)
+    return ""
 
 
 # --- dialects and tokens ------------------------------------------------------------------
@@ -500,22 +624,55 @@ def _syntax_verdict(error: ParseError) -> GuardVerdict:
 # --- the guard ------------------------------------------------------------------------------
 
 
-def check_statement(sql: str, dialect: str) -> GuardVerdict:
+@dataclass(frozen=True, slots=True)
+class GuardPolicy:
+    """What the allow-lists hold beyond macsql's reviewed ones, for one database.
+
+    `relations` is the database's inventory (None: unknown, see `guard_relations`);
+    `allowed_functions` and `allowed_relations` come from `Context.allowed_functions` and
+    `Context.allowed_relations`, in lower case.
+    """
+
+    relations: Relations | None = None
+    allowed_functions: frozenset[str] = frozenset()
+    allowed_relations: frozenset[str] = frozenset()
+
+
+def make_policy(
+    relations: Relations | None = None,
+    allowed_functions: Iterable[str] = (),
+    allowed_relations: Iterable[str] = (),
+) -> GuardPolicy:
+    """A `GuardPolicy` with the user's names cleaned (stripped, lower case, empty ones dropped)."""
+
+    def clean(names: Iterable[str]) -> frozenset[str]:
+        return frozenset(n.strip().lower() for n in names if n and n.strip())
+
+    return GuardPolicy(relations, clean(allowed_functions), clean(allowed_relations))
+
+
+_NO_POLICY = GuardPolicy()
+
+
+def check_statement(sql: str, dialect: str, policy: GuardPolicy | None = None) -> GuardVerdict:
     """Allow exactly one read-only query in `dialect` (sqlglot's name); refuse the rest.
 
+    Functions and relations must be on the allow-lists (`guard_functions`, `guard_relations`),
+    extended by `policy`. Without a policy the user's tables are unknown: see `guard_relations`.
     Never raises for any input text: a statement the guard cannot analyse is refused. A verdict
-    depends on nothing but its two arguments, so verdicts on texts of ordinary length are
-    cached: an eval checks each prediction twice, in the pipeline's executor and in scoring.
+    depends on nothing but its arguments, so verdicts on texts of ordinary length are cached:
+    an eval checks each prediction twice, in the pipeline's executor and in scoring.
     """
+    policy = policy or _NO_POLICY
     if len(sql) <= _CACHED_TEXT_MAX_CHARS:
-        return _cached_verdict(sql, dialect)
-    return _verdict(sql, dialect)
+        return _cached_verdict(sql, dialect, policy)
+    return _verdict(sql, dialect, policy)
 
 
 _CACHED_TEXT_MAX_CHARS = 4_000
 
 
-def _verdict(sql: str, dialect: str) -> GuardVerdict:
+def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
     if len(sql) > MAX_SQL_CHARS:
         return _refuse(
             GuardKind.TOO_LONG,
@@ -573,7 +730,7 @@ def _verdict(sql: str, dialect: str) -> GuardVerdict:
             GuardKind.MULTIPLE_STATEMENTS,
             f"Rejected: found {len(roots)} statements. Send exactly one SELECT query.",
         )
-    return _check_tree(roots[0], dialect)
+    return _check_tree(roots[0], dialect, policy)
 
 
 _cached_verdict = functools.lru_cache(maxsize=8192)(_verdict)
@@ -587,7 +744,7 @@ def _unsupported(exc: Exception) -> GuardVerdict:
     )
 
 
-def _check_tree(root: exp.Expression, dialect: str) -> GuardVerdict:
+def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> GuardVerdict:
     if not isinstance(root, _ALLOWED_ROOTS):
         kind, label = _classify_node(root)
         return _refuse(kind, f"Rejected: {label} is not a read-only query. {_ONLY_SELECT}.")
@@ -595,29 +752,51 @@ def _check_tree(root: exp.Expression, dialect: str) -> GuardVerdict:
         if isinstance(node, _FORBIDDEN_NODE_TYPES):
             return _nested_verdict(node)
         if isinstance(node, exp.Func):
-            for name in _function_names(node):
-                why = forbidden_function_reason(name) or _DIALECT_FUNCTIONS.get(dialect, {}).get(
-                    name.lower()
-                )
-                if why is not None:
-                    return _refuse(
-                        GuardKind.FORBIDDEN_FUNCTION,
-                        f"Rejected: the function {name}() {why}; it is not allowed "
-                        f"in a query. Rewrite the query without it.",
-                    )
-        elif dialect == "duckdb" and isinstance(node, exp.Table) and _looks_like_a_file(node):
-            return _refuse(
-                GuardKind.FORBIDDEN_FUNCTION,
-                f"Rejected: the table {node.name!r} looks like a file path, which DuckDB would "
-                f"read. Query the database's tables only.",
+            refusal = _function_refusal(node, dialect, policy.allowed_functions) or (
+                _shadowed_function(node, policy)
             )
+            if refusal is not None:
+                return _refuse(GuardKind.FORBIDDEN_FUNCTION, refusal)
+        elif isinstance(node, exp.Table):
+            verdict = _relation_verdict(node, dialect, policy)
+            if verdict is not None:
+                return verdict
     return _OK
 
 
-def _looks_like_a_file(table: exp.Table) -> bool:
-    name = table.name
-    return bool(name) and (
-        "/" in name or "\\" in name or "://" in name or _FILE_SUFFIX.search(name) is not None
+def _relation_verdict(table: exp.Table, dialect: str, policy: GuardPolicy) -> GuardVerdict | None:
+    source = table.this
+    if source is None or isinstance(source, exp.Func):
+        return None  # ROWS FROM (...) or a table-valued function: the calls are checked
+    label = relation_label(table)
+    if not isinstance(source, exp.Identifier):
+        return _refuse(
+            GuardKind.FORBIDDEN_RELATION,
+            f"Rejected: the relation {label or source.sql()!r} is not a table name. Query the "
+            f"database's tables only.",
+        )
+    if is_cte_reference(table, dialect):
+        return None
+    verdict = check_relation(table, dialect, policy.relations, policy.allowed_relations)
+    if verdict is RelationVerdict.ALLOWED:
+        return None
+    if dialect == "duckdb" and looks_like_a_file(table.name):
+        return _refuse(
+            GuardKind.FORBIDDEN_FUNCTION,
+            f"Rejected: the table {table.name!r} looks like a file path, which DuckDB would "
+            f"read. Query the database's tables only.",
+        )
+    hint = f"(If the query may read it, add '{label}' to Context.allowed_relations.)"
+    if verdict is RelationVerdict.UNKNOWN:
+        return _refuse(
+            GuardKind.UNKNOWN_RELATION,
+            f"no such table: {label} (it is not a table or view of the database's schemas). {hint}",
+        )
+    return _refuse(
+        GuardKind.FORBIDDEN_RELATION,
+        f"Rejected: {label} is a system catalog or another database's relation, not one of "
+        f"the database's own tables; a query may read only those and the information_schema "
+        f"views of tables and columns. {hint}",
     )
 
 

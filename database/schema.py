@@ -15,6 +15,7 @@ import json
 import os
 import re
 import threading
+import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import SAWarning
 
 from macsql.database.atomic_files import write_text_atomically
 from macsql.database.cache_paths import cache_root
@@ -174,10 +176,35 @@ def clear_schema_cache() -> None:
         _cache.clear()
 
 
+def quiet_reflection_warnings() -> None:
+    """Silence, on purpose, the two SQLAlchemy warnings that SQLite reflection prints on
+    ordinary databases (Spider's `loan_1`, `twitter_1`, ...), both of which we handle:
+
+    - a foreign key whose columns differ in case from their table's (`FOREIGN KEY(Cust_ID)` on
+      a column `cust_ID`): the key still comes from `PRAGMA foreign_keys`, and `_dedupe`
+      matches its names without regard to case;
+    - a type with arguments SQLAlchemy's class does not take (`INTEGER(11)`): the schema keeps
+      the type's name, which is all the prompts show.
+
+    Idempotent (`filterwarnings` replaces an equal filter), and called before each build, so a
+    caller that reset the warning filters does not get them back."""
+    warnings.filterwarnings(
+        "ignore",
+        message=r"Could not instantiate type .* with reflected arguments",
+        category=SAWarning,
+    )
+    warnings.filterwarnings(
+        "ignore",
+        message=r".*SQL-parsed foreign key constraint .* could not be located in PRAGMA",
+        category=SAWarning,
+    )
+
+
 def build_schema(
     db: DatabaseRef, *, num_examples: int = 6, sample_rows: int = 2000, timeout: float = 30.0
 ) -> SchemaInfo:
     """Introspect `db` and sample value examples; no cache."""
+    quiet_reflection_warnings()
     engine = get_engine(db)
     inspector = inspect(engine)
     # Views are read-only and as queryable as tables, so the agents see them too.

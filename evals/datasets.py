@@ -134,8 +134,31 @@ def _apply_db_url(items: list[EvalItem], db_url: str) -> None:
         item.db, item.db_files, item.skip_reason = url, [url], reasons[url]
 
 
+SPIDER_LAYOUT = "Spider's layout: dev.json, tables.json, database/<db>/<db>.sqlite"
+BIRD_LAYOUT = "BIRD's layout: dev.json, dev_tables.json, dev_databases/<db>/<db>.sqlite"
+
+
+def _check_layout(root: Path, dataset: str, db_folders: tuple[str, ...]) -> None:
+    """A folder of the other dataset, or one with no databases at all, is a configuration
+    mistake to name now, not a run whose every item is skipped."""
+    if not root.is_dir():
+        raise DatasetError(f"no such folder: {root}")
+    if any((root / name).is_dir() for name in db_folders):
+        return
+    if dataset == "bird" and (root / "database").is_dir() and (root / "tables.json").is_file():
+        raise DatasetError(f"{root} is a Spider folder, not BIRD: use --dataset spider")
+    if dataset == "spider" and (root / "dev_databases").is_dir():
+        raise DatasetError(f"{root} is a BIRD folder, not Spider: use --dataset bird")
+    layout = BIRD_LAYOUT if dataset == "bird" else SPIDER_LAYOUT
+    raise DatasetError(
+        f"{root} has no {db_folders[0]}/ folder ({layout}; or pass --db-url for a server)"
+    )
+
+
 def load_spider(data_dir: str | Path, split: str = "dev", *, db_url: str | None = None) -> Dataset:
     root = Path(data_dir).expanduser()
+    if not db_url:
+        _check_layout(root, "spider", ("database", "test_database"))
     question_file = root / SPIDER_QUESTION_FILES.get(split, f"{split}.json")
     records = _read_json(question_file)
     db_root = root / "database"
@@ -202,6 +225,8 @@ def _bird_tables_file(root: Path, split: str) -> Path:
 
 def load_bird(data_dir: str | Path, split: str = "dev", *, db_url: str | None = None) -> Dataset:
     root = Path(data_dir).expanduser()
+    if not db_url:
+        _check_layout(root, "bird", ("dev_databases", f"{split}_databases", "databases"))
     question_file = _bird_question_file(root, split)
     records = _read_json(question_file)
     db_root = _bird_database_root(root, split)

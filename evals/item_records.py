@@ -11,7 +11,9 @@ from typing import Any
 from macsql.evals.datasets import EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.scoring import ItemScore, Reason, Scorer
+from macsql.evals.trace_file import TRACE_KEY
 from macsql.llm.deadlines import cancel_scope
+from macsql.llm.traces import recording_traces
 
 
 def base_record(item: EvalItem) -> dict[str, Any]:
@@ -60,7 +62,18 @@ async def predict_and_score(
 
 
 async def predict(item: EvalItem, options: EvalOptions, graph: Any, context: Any) -> dict[str, Any]:
-    """Run the pipeline on one item; any failure becomes a failed record, never an exception."""
+    """Run the pipeline on one item; any failure becomes a failed record, never an exception.
+    With `options.traces` the item's agent calls come along under `TRACE_KEY`, failed or not."""
+    if options.traces and not options.gold:
+        with recording_traces() as trace:
+            prediction = await _predict(item, options, graph, context)
+        return {**prediction, TRACE_KEY: list(trace.calls)}
+    return await _predict(item, options, graph, context)
+
+
+async def _predict(
+    item: EvalItem, options: EvalOptions, graph: Any, context: Any
+) -> dict[str, Any]:
     if options.gold:
         return {
             "prediction": item.gold_sql,
@@ -70,6 +83,7 @@ async def predict(item: EvalItem, options: EvalOptions, graph: Any, context: Any
             "usage": {},
             "error": None,
             "outcome": None,
+            "fallbacks": [],
         }
     payload = {"question": item.question, "evidence": item.evidence, "db": item.db}
     started = time.perf_counter()
@@ -104,6 +118,8 @@ async def predict(item: EvalItem, options: EvalOptions, graph: Any, context: Any
         "usage": out.get("usage") or {},
         "error": out.get("error"),
         "outcome": out.get("outcome"),
+        # Replies an agent could not use as asked (no SQL, unreadable JSON, cut off, ...).
+        "fallbacks": out.get("fallbacks") or [],
     }
 
 
@@ -116,4 +132,5 @@ def _failed(error: str) -> dict[str, Any]:
         "usage": {},
         "error": error,
         "outcome": None,
+        "fallbacks": [],
     }

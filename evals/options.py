@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
+from macsql.evals.scoring import Scorer
 from macsql.graph.context import Context, build_context
 
 
@@ -45,6 +47,13 @@ class EvalOptions:
     so one process saturates one core; more use more cores. Children are forked when this
     process runs no other thread (they then inherit the graph and any registered model);
     otherwise they are spawned, and the model must be a string a fresh process can resolve."""
+    traces: bool = False
+    """Record every agent call of every item (messages as sent, reply, usage, what followed)
+    in ``traces.jsonl`` beside the results: a teacher's run for fine-tuning data."""
+
+    stop_after_failures: int = STOP_AFTER_MODEL_FAILURES
+    """Stop handing out items after this many in a row got no SQL because their model call
+    failed (0: never); the run then exits non-zero and `--resume` continues it."""
 
     @property
     def mode(self) -> str:
@@ -69,4 +78,14 @@ class EvalOptions:
             max_try_times=self.max_tries,
             dataset_style=self.dataset,
             overrides=self.context_overrides,
+        )
+
+    def scorer(self, dataset_name: str, context: Context | None) -> Scorer:
+        """The run's scorer, whose guard lists are extended as the pipeline's are."""
+        return Scorer(
+            dataset_name,
+            timeout=self.timeout,
+            keep_distinct=self.keep_distinct,
+            allowed_functions=context.allowed_functions if context else (),
+            allowed_relations=context.allowed_relations if context else (),
         )

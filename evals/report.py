@@ -32,6 +32,9 @@ def total_usage(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, flo
                 value = usage.get(key) or 0
                 if isinstance(value, int | float):
                     slot[key] += value
+            reasoning = usage.get("reasoning_tokens") or 0  # only reasoning models report it
+            if isinstance(reasoning, int | float) and reasoning:
+                slot["reasoning_tokens"] = slot.get("reasoning_tokens", 0) + reasoning
     for slot in totals.values():
         slot["latency_s"] = round(float(slot["latency_s"]), 3)
     return dict(sorted(totals.items()))
@@ -71,6 +74,14 @@ def build_summary(
     )
     usage = total_usage(predicted)
     summary["tokens_per_agent"] = usage
+    # Replies an agent could not use as asked, by agent and kind (e.g. "decomposer: no_sql").
+    fallbacks = Counter(
+        f"{f.get('agent')}: {f.get('kind')}"
+        for r in predicted
+        for f in r.get("fallbacks") or []
+        if isinstance(f, Mapping)
+    )
+    summary["fallbacks"] = dict(sorted(fallbacks.items()))
     summary["tokens_total"] = {
         key: round(sum(u[key] for u in usage.values()), 3) for key in USAGE_FIELDS
     }
@@ -97,6 +108,8 @@ def render_markdown(
 ) -> str:
     mode = summary.get("pipeline") or summary.get("mode")
     lines = [f"# {summary['dataset']} {summary['split']}: {mode}", ""]
+    if summary.get("problem"):  # the figures below do not measure the model
+        lines += [f"**The run failed:** {summary['problem']}", ""]
     lines += [
         f"**EX {summary['ex']:.2f}** on {summary['n_scored']} scored items "
         f"({summary['n_skipped']} skipped)."
@@ -142,6 +155,9 @@ def render_markdown(
     ]
     hist = summary.get("attempts_histogram", {})
     lines += _table(["attempts", "items"], [[k, v] for k, v in hist.items()])
+    if summary.get("fallbacks"):
+        lines += ["", "Replies not usable as asked (agent: kind, items):", ""]
+        lines += [f"- {key}: {count}" for key, count in summary["fallbacks"].items()]
     usage = summary.get("tokens_per_agent") or {}
     if usage:
         lines += ["", "## Model usage per agent", ""]

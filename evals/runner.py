@@ -35,14 +35,17 @@ from macsql.evals.results import (
     write_predictions,
     write_run_file,
 )
+from macsql.evals.run_health import FailureWatch, run_problem
 from macsql.evals.scheduler import (
     WorkerPool,
     collector_tuned_for_batch,
     list_source,
     node_executor,
     run_items,
+    until_stopped,
 )
 from macsql.evals.scoring import Scorer, item_score_from_json, time_ratios
+from macsql.evals.trace_file import TRACE_KEY, TRACES_FILE, TraceWriter, keep_traces_of
 from macsql.graph.registry import resolve_pipeline
 from macsql.llm.cache import enable_llm_cache
 
@@ -83,6 +86,7 @@ async def _run_locked(
 ) -> RunResult:
     items = dataset.items[: options.limit] if options.limit else dataset.items
     records = prepare_out_dir(options, out)
+    keep_traces_of(out / TRACES_FILE, records)  # a trace whose item has no result is rerun
     write_run_file(out, options, started=True)
 
     if not options.gold and graph is None:
@@ -90,7 +94,7 @@ async def _run_locked(
             enable_llm_cache(options.cache)
         graph = resolve_pipeline(options.pipeline)
     context = None if options.gold else options.context()
-    scorer = Scorer(dataset.name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+    scorer = options.scorer(dataset.name, context)
 
     pending = [item for item in items if item.index not in records]
     live = [item for item in pending if not item.skipped]
@@ -106,16 +110,24 @@ async def _run_locked(
         loop.set_default_executor(executor)
 
         writer = ResultsWriter(out / RESULTS_FILE)
+        tracer = TraceWriter(out / TRACES_FILE) if options.traces and not options.gold else None
         progress = Progress.resuming(
             options.progress, len(items), [records[i.index] for i in items if i.index in records]
         )
 
+        watch = FailureWatch(0 if options.gold else options.stop_after_failures)
+
         def finish(record: dict[str, Any]) -> None:
+            calls = record.pop(TRACE_KEY, None)
+            if tracer is not None and calls is not None:
+                tracer.write(record, calls)  # first: a result never lacks its trace
             writer.write(record)
             records[record["index"]] = record
             progress.advance(record)
             if on_record is not None:
                 on_record(record)
+            if watch.see(record) and pool is not None:
+                pool.stop()
 
         try:
             for item in pending:
@@ -123,12 +135,15 @@ async def _run_locked(
                     finish(skipped_record(item))
             if pool is None:
                 share = max(1, options.concurrency)
-                await run_items(list_source(live), options, graph, context, scorer, share, finish)
+                source = until_stopped(list_source(live), lambda: watch.tripped)
+                await run_items(source, options, graph, context, scorer, share, finish)
             else:
                 await pool.run(context, scorer, finish)
         finally:
             progress.stop()
             writer.close()
+            if tracer is not None:
+                tracer.close()
             if pool is not None:
                 pool.close()
 
@@ -148,6 +163,8 @@ async def _run_locked(
         wall_time_total_s=run_info.get("wall_time_total_s", wall),
         ves_ratios=ratios,
     )
+    summary["stopped_early"] = watch.reason
+    summary["problem"] = run_problem(scope, n_items=len(items), stopped=watch.reason)
     write_predictions(dataset, items, records, out)
     write_reports(out, summary, dataset.levels)
     executor.shutdown(wait=False)

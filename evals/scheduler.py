@@ -63,6 +63,15 @@ def list_source(items: list[EvalItem]) -> ItemSource:
     return next_item
 
 
+def until_stopped(source: ItemSource, stopped: Callable[[], bool]) -> ItemSource:
+    """`source`, giving no more items once `stopped()` is true (items in flight finish)."""
+
+    async def next_item() -> EvalItem | None:
+        return None if stopped() else await source()
+
+    return next_item
+
+
 def shared_source(items: list[EvalItem], position: Any) -> ItemSource:
     """Items by a counter that every process advances: a process that starts late or runs
     slow simply takes fewer. Taking one costs a lock held for an increment, so no thread."""
@@ -156,6 +165,7 @@ class WorkerPool:
         shares = request_shares(options.concurrency, processes)
         self.share = shares[0]
         self.position = ctx.Value("q", 0)
+        self.stopped = False
         self.results: Any = ctx.Queue()
         # A forked child shares this process's memory, so it gets the graph object itself;
         # a spawned one resolves the pipeline by name.
@@ -214,12 +224,18 @@ class WorkerPool:
                 self.results.put(None)
 
         await asyncio.gather(mine(), collect())
-        if done[0] < expected:
+        if done[0] < expected and not self.stopped:
             print(
                 f"warning: {expected - done[0]} items were not finished by a worker process; "
                 "run again with --resume to complete them",
                 file=sys.stderr,
             )
+
+    def stop(self) -> None:
+        """Hand out no more items, in any process; the items in flight finish."""
+        self.stopped = True
+        with self.position.get_lock():
+            self.position.value = len(self.items)
 
     def close(self) -> None:
         for child in self.children:
@@ -245,7 +261,7 @@ def _child_main(
     if graph is None:
         graph = resolve_pipeline(options.pipeline)
     context = options.context()
-    scorer = Scorer(dataset_name, timeout=options.timeout, keep_distinct=options.keep_distinct)
+    scorer = options.scorer(dataset_name, context)
 
     async def main() -> None:
         asyncio.get_running_loop().set_default_executor(node_executor(concurrency))

@@ -134,7 +134,11 @@ class Scorer:
         keep_distinct: bool = False,
         max_rows: int = SCORING_MAX_ROWS,
         max_bytes: int = SCORING_MAX_BYTES,
+        allowed_functions: tuple[str, ...] = (),
+        allowed_relations: tuple[str, ...] = (),
     ) -> None:
+        """`allowed_functions` and `allowed_relations` extend the guard's allow-lists as the
+        pipeline's Context did, so that scoring refuses no prediction the pipeline ran."""
         if dataset not in OFFICIAL_TIMEOUTS:
             raise ValueError(f"unknown dataset {dataset!r}")
         self.dataset = dataset
@@ -142,6 +146,10 @@ class Scorer:
         self.keep_distinct = keep_distinct
         self.max_rows = max_rows
         self.max_bytes = max_bytes
+        self.guard_lists = {
+            "allowed_functions": tuple(allowed_functions),
+            "allowed_relations": tuple(allowed_relations),
+        }
         self._gold_cache: dict[tuple[str, str], _Run] = {}
         self._refs: dict[str, DatabaseRef] = {}
         self._lock = threading.Lock()
@@ -162,6 +170,7 @@ class Scorer:
             timeout=self.timeout,
             max_rows=self.max_rows,
             max_bytes=self.max_bytes,
+            **self.guard_lists,
         )
         return _Run.of(result, self.max_rows)
 
@@ -262,6 +271,7 @@ class Scorer:
             timeout=self.timeout,
             max_rows=self.max_rows,
             max_bytes=self.max_bytes,
+            **self.guard_lists,
         )
         return timing.ratio
 

@@ -90,6 +90,8 @@ def measure_time_ratio(
     timeout: float = 30.0,
     max_rows: int | None = None,
     max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    allowed_functions: tuple[str, ...] = (),
+    allowed_relations: tuple[str, ...] = (),
 ) -> Timing:
     """Run both queries `iterations` times, alternating, and return the item's time ratio.
 
@@ -99,8 +101,18 @@ def measure_time_ratio(
     gold_times: list[float] = []
     pred_times: list[float] = []
     for _ in range(max(1, iterations)):
-        pred = execute_sql(db, pred_sql, timeout=timeout, max_rows=max_rows, max_bytes=max_bytes)
-        gold = execute_sql(db, gold_sql, timeout=timeout, max_rows=max_rows, max_bytes=max_bytes)
+        pred, gold = (
+            execute_sql(
+                db,
+                sql,
+                timeout=timeout,
+                max_rows=max_rows,
+                max_bytes=max_bytes,
+                allowed_functions=allowed_functions,
+                allowed_relations=allowed_relations,
+            )
+            for sql in (pred_sql, gold_sql)
+        )
         for result in (pred, gold):
             if not result.outcome.ran or result.truncated:
                 return Timing(0.0, len(pred_times), f"{result.outcome}: {result.error}")

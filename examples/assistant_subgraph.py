@@ -6,8 +6,10 @@ the macsql graph as one of its nodes. Two ways are shown:
 (a) `build_direct_assistant`: the compiled macsql graph *is* the node. LangGraph then passes the
     parent state to it and writes macsql's output back, key by key, so the parent state must
     share macsql's input keys (`question`, `db`, `evidence`) and declares only the output keys it
-    wants (`sql`, `status`, `rows`, ...). A small node before it maps the last user message to
-    `question`; one after it turns the result into an AI message.
+    wants (`sql`, `status`, `rows`, ...). Declare `error` with `status`: it is the only key that
+    says why a run failed. (Or derive the state from `macsql.graph.state.MacSqlOutput`.) A small
+    node before it maps the last user message to `question`; one after it turns the result into
+    an AI message.
 
 (b) `build_wrapper_assistant`: a node of the parent invokes macsql itself, mapping the last user
     message to macsql's input and only macsql's output back into an AI message. The parent
@@ -196,7 +198,7 @@ def _demo(argv: list[str] | None = None) -> None:
 
     from macsql.database.demo import ensure_demo_database
     from macsql.llm.models import registered_chat_model
-    from macsql.llm.scripted import ScriptedChatModel
+    from macsql.tools.scripted import ScriptedChatModel
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question", nargs="?", default="How many books are there per genre?")

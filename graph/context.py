@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
 DatasetStyle = Literal["bird", "spider"]
+ReplyFormat = Literal["text", "structured"]
 
 
 class ContextError(ValueError):
@@ -51,11 +52,12 @@ class Agent(StrEnum):
 
 
 def _doc(text: str, *, minimum: float | None = None, **extra: object) -> dict[str, object]:
-    """Field metadata in the shape LangGraph turns into a JSON-schema description; `minimum`
-    is also enforced when the context is built."""
+    """Field metadata in the shape LangGraph (through pydantic) turns into the JSON schema that
+    Studio shows: `description`, and `ge` for `minimum`, so that Studio's form knows the range
+    too. The range is also enforced when the context is built."""
     meta: dict[str, object] = {"description": text, **extra}
     if minimum is not None:
-        meta["minimum"] = minimum
+        meta["ge"] = minimum
     return meta
 
 
@@ -124,7 +126,8 @@ class BaseContext:
     dataset_style: DatasetStyle = field(
         default="bird",
         metadata=_doc(
-            "'bird': evidence is used, the Decomposer decomposes, and an empty result or "
+            "'bird' (the default, also for your own databases, which are real ones like "
+            "BIRD's): evidence is used, the Decomposer decomposes, and an empty result or "
             "NULLs trigger a refine. 'spider': simple questions are answered directly and "
             "empty results are accepted.",
             enum=["bird", "spider"],
@@ -134,6 +137,42 @@ class BaseContext:
         default=False,
         metadata=_doc(
             "Pause before each SQL execution (interrupt) so a person can approve or edit it."
+        ),
+    )
+    allowed_functions: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            "More SQL functions the guard lets a query call, beyond its reviewed list of "
+            "side-effect-free ones: names of your own pure functions ('name' or "
+            "'schema.name'). Functions known to be unsafe (pg_sleep, pg_read_file, ...) stay "
+            "refused. On the command line: --set allowed_functions=a,b."
+        ),
+    )
+    allowed_relations: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            "More tables or views a query may read, beyond the database's own and the "
+            "information_schema views: 'name' (any schema) or 'schema.name', e.g. "
+            "'pg_stat_activity'. On the command line: --set allowed_relations=a,b."
+        ),
+    )
+    max_output_tokens: int = field(
+        default=4096,
+        metadata=_doc(
+            "The most tokens one model reply may have (sent as max_tokens; a reasoning "
+            "model's thinking counts too). A reply cut off at this limit with no complete SQL "
+            "is asked once more for the final query only.",
+            minimum=1,
+        ),
+    )
+    reply_format: ReplyFormat = field(
+        default="text",
+        metadata=_doc(
+            "'text': agents reply in text (JSON objects, ```sql blocks, or any layout a model "
+            "uses), which every chat model can do. 'structured': agents ask for their answer "
+            "in a schema (langchain's structured output: tool calling or JSON schema); when "
+            "the server rejects it, text is used for the rest of the run.",
+            enum=["text", "structured"],
         ),
     )
     max_result_bytes: int = field(
@@ -146,6 +185,10 @@ class BaseContext:
     )
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if str(f.type).startswith("tuple[str") and isinstance(value, list):
+                setattr(self, f.name, tuple(value))  # JSON (the LangGraph server) has lists
         check_context(self)
 
     def model_for(self, agent: Agent) -> str:
@@ -363,8 +406,14 @@ def check_context(context: BaseContext) -> None:
                 raise ContextError(f"{f.name} must be set (it may not be empty)")
             continue
         base = declared.split("|")[0].strip()
-        if base == "DatasetStyle":
-            allowed = list(f.metadata.get("enum") or [])
+        if base.startswith("tuple[str"):
+            if not isinstance(value, tuple) or not all(
+                isinstance(item, str) and item.strip() for item in value
+            ):
+                raise ContextError(f"{f.name} must be a list of names, not {value!r}")
+            continue
+        allowed = list(f.metadata.get("enum") or [])
+        if allowed:
             if value not in allowed:
                 raise ContextError(f"{f.name} must be one of {', '.join(allowed)}, not {value!r}")
             continue
@@ -372,7 +421,7 @@ def check_context(context: BaseContext) -> None:
         # bool is an int in Python; a number field given True/False is a mistake.
         if kinds and (not isinstance(value, kinds) or (base != "bool" and isinstance(value, bool))):
             raise ContextError(f"{f.name} must be a {base}, not {type(value).__name__}")
-        minimum = f.metadata.get("minimum")
+        minimum = f.metadata.get("ge")
         if isinstance(value, int | float) and not isinstance(value, bool):
             if isinstance(value, float) and not math.isfinite(value):
                 raise ContextError(f"{f.name} must be a finite number, not {value}")

@@ -45,6 +45,22 @@ class ExecutionRecord(TypedDict, total=False):
     error: str | None
     error_class: str | None
     elapsed: float
+    finish_reason: str
+    """How the model's reply that wrote this SQL ended, when not normally: 'length' when the
+    token limit cut it off."""
+
+
+class Fallback(TypedDict):
+    """Something an agent's reply did not give as asked, and what was done instead."""
+
+    agent: str
+    kind: Literal["unreadable_reply", "no_sql", "cut_off", "structured_output"]
+    detail: str
+
+
+def add_fallbacks(left: list[Fallback] | None, right: list[Fallback] | None) -> list[Fallback]:
+    """State reducer: fallbacks add up over a run's agents."""
+    return [*(left or []), *(right or [])]
 
 
 class Review(TypedDict, total=False):
@@ -171,7 +187,10 @@ class MacSqlOutput(TypedDict, total=False):
     selector_fallback: str | None
     """Why the Selector's reply was not applied as given, when it was not."""
     usage: Annotated[Usage, merge_usage]
-    """Per agent: calls, input and output tokens, latency."""
+    """Per agent: calls, input and output tokens (reasoning tokens apart), latency."""
+    fallbacks: Annotated[list[Fallback], add_fallbacks]
+    """Every reply an agent could not use as asked (no readable JSON, no SQL, cut off by the
+    token limit, structured output refused) and what was done instead."""
 
 
 class SqlState(TypedDict, total=False):
@@ -186,6 +205,8 @@ class SqlState(TypedDict, total=False):
     foreign_keys_text: str
     candidate_sql: str
     """The SQL waiting to be executed; '' when the last reply held none."""
+    candidate_finish_reason: str
+    """'length' when the reply that wrote `candidate_sql` was cut off; copied to its attempt."""
     last_execution: ExecutionRecord
     tries: list[ExecutionRecord]
     """Each execution: sql, outcome, error. Replaced, never appended by a reducer."""

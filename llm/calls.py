@@ -1,6 +1,14 @@
 """One model call for an agent, with usage accounting and failures turned into data.
 
 Agents reply in text (JSON objects and ```sql fences, as in the papers), so any chat model works,
+including servers with no tool-calling or structured-output support. A caller may also pass a
+Pydantic `schema`: the call then asks for structured output (`with_structured_output`), and falls
+back to text for the rest of the process when the model or server cannot do it
+(`macsql.llm.structured`).
+
+A reply's text is its answer only: a reasoning model's thinking (`<think>` blocks, or the
+`reasoning_content` beside the text) goes to `ModelReply.reasoning`, and its tokens to usage.
+
 including servers with no tool-calling or structured-output support.
 
 `ModelSettings.timeout` is the call's total deadline, retries and backoff included: the request
@@ -15,50 +23,92 @@ import contextvars
 import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel
 
-from macsql.graph.state import Usage
+from macsql.graph.state import Usage, merge_usage
 from macsql.llm.deadlines import cancel_event, deadline_of_requests
-from macsql.llm.models import ModelConfigError, get_chat_model, is_registered
+from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model, is_registered
+from macsql.llm.reasoning import reasoning_beside, split_reasoning
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
+from macsql.llm.structured import StructuredAttempt, ask_structured
+from macsql.llm.traces import traced
+
+MODEL_FAILURE_PREFIXES = ("model call failed", "model configuration error")
+"""How every failed model call's error starts, so a batch can tell them from other failures."""
+
+
+def is_model_failure(error: object) -> bool:
+    return isinstance(error, str) and error.startswith(MODEL_FAILURE_PREFIXES)
+
+
+AGENT_METADATA_KEY = "macsql_agent"
+"""The run metadata key that names a model call's agent, for callbacks and in-process models."""
+
+AGENT_HEADER = "X-Macsql-Agent"
+"""The HTTP header naming the agent of a request to an OpenAI-compatible server. A header, not a
+body field: the body stays what the server's API defines (OpenAI's `user` would reach OpenAI's
+abuse monitoring), and servers and proxies ignore headers they do not know."""
 
 
 @dataclass
 class ModelReply:
-    """The text of a reply, or the error that stopped it, plus the call's usage."""
+    """The answer of a reply, or the error that stopped it, plus the call's usage."""
 
     text: str
+    """The answer's text, without the model's reasoning."""
     error: str | None
     usage: Usage
+    reasoning: str = ""
+    """A reasoning model's thinking: kept for the trace, never read as the answer."""
+    finish_reason: str | None = None
+    """Why the reply ended: 'stop', or 'length' when the token limit cut it off."""
+    structured: dict[str, Any] | None = None
+    """The answer as the schema's fields, when structured output was asked for and given."""
+    notes: list[str] = field(default_factory=list)
+    """What happened on the way that the caller should record (a structured-output fallback)."""
 
     @property
     def failed(self) -> bool:
         return self.error is not None
 
+    @property
+    def cut_off(self) -> bool:
+        return self.finish_reason == "length"
+
 
 def usage_entry(message: BaseMessage | None, latency: float, calls: int = 1) -> dict[str, float]:
     meta = getattr(message, "usage_metadata", None) or {}
-    return {
+    entry: dict[str, float] = {
         "calls": calls,
         "input_tokens": int(meta.get("input_tokens", 0) or 0),
         "output_tokens": int(meta.get("output_tokens", 0) or 0),
         "latency_s": round(latency, 6),
     }
+    reasoning = int((meta.get("output_token_details") or {}).get("reasoning", 0) or 0)
+    if reasoning:  # part of output_tokens, shown apart for reasoning models
+        entry["reasoning_tokens"] = reasoning
+    return entry
 
 
+@traced
 def call_model(
     settings: ModelSettings,
     agent: str,
     prompt: str | list[BaseMessage],
     *,
     system: str | None = None,
+    schema: type[BaseModel] | None = None,
 ) -> ModelReply:
     """Call the model once for `agent` (which names the call in usage and tags); a network,
-    server or config failure becomes `error`."""
+    server or config failure becomes `error`. With `schema`, structured output is asked for
+    where the model supports it (a rejected request then counts in usage, and the call is made
+    again in text)."""
     messages: list[BaseMessage]
     messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
@@ -67,21 +117,37 @@ def call_model(
     try:
         model = get_chat_model(settings)  # the first call builds the client: part of its time
     except ModelConfigError as exc:
-        return ModelReply("", f"model configuration error: {exc}", {})
+        return ModelReply("", f"{MODEL_FAILURE_PREFIXES[1]}: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
-        return _failed_call(agent, exc, 0.0)
-    config: Any = {"tags": [f"macsql:{agent}"], "metadata": {"macsql_agent": agent}}
+        return _failed_call(settings, agent, exc, 0.0)
+    config: Any = {"tags": [f"macsql:{agent}"], "metadata": {AGENT_METADATA_KEY: agent}}
     built = time.monotonic() - entered
+    attempt = StructuredAttempt()
+    if schema is not None:
+        with model_request_slot():
+            attempt = ask_structured(settings, model, schema, messages, config)
+        if attempt.error is not None:
+            return _failed_call(settings, agent, attempt.error, attempt.latency)
+        if attempt.raw is not None:
+            return _reply_of(attempt.raw, agent, attempt.latency, attempt.parsed)
     with model_request_slot():  # latency and the deadline count from the slot, not the wait
         started = time.perf_counter()
         try:
             retries = 0 if is_registered(settings.model) else settings.max_retries
             deadline = time.monotonic() + settings.timeout - built
-            reply = _invoke_within_deadline(model, messages, config, settings, retries, deadline)
+            options = _request_options(model, agent)
+            reply = _invoke_within_deadline(
+                model, messages, config, settings, retries, deadline, options
+            )
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
-            return _failed_call(agent, exc, time.perf_counter() - started)
+            failed = _failed_call(settings, agent, exc, time.perf_counter() - started)
+            failed.usage = merge_usage(attempt.usage(agent), failed.usage)
+            return failed
         latency = time.perf_counter() - started
-    return ModelReply(_text_of(reply), None, {agent: usage_entry(reply, latency)})
+    answered = _reply_of(reply, agent, latency, None)
+    answered.usage = merge_usage(attempt.usage(agent), answered.usage)
+    answered.notes = attempt.notes
+    return answered
 
 
 class ModelDeadlineError(TimeoutError):
@@ -103,6 +169,7 @@ def _invoke_within_deadline(
     settings: ModelSettings,
     retries: int,
     deadline: float,
+    options: dict[str, Any],
 ) -> Any:
     """`model.invoke` with retries, given back by `deadline` (time.monotonic())."""
     stop = threading.Event()
@@ -112,7 +179,7 @@ def _invoke_within_deadline(
         with deadline_of_requests(deadline):
             for attempt in range(retries + 1):
                 try:
-                    box["reply"] = model.invoke(messages, config=config)
+                    box["reply"] = model.invoke(messages, config=config, **options)
                     return
                 except BaseException as exc:  # an interrupt is handed to the caller as is
                     box["error"] = exc
@@ -161,18 +228,88 @@ def _retryable(exc: Exception) -> bool:
     return any(word in name for word in _RETRY_WORDS)
 
 
-def _failed_call(agent: str, exc: Exception, latency: float) -> ModelReply:
+def _request_options(model: BaseChatModel, agent: str) -> dict[str, Any]:
+    """Per-request options that carry the agent over HTTP, for models on the OpenAI client
+    (its `extra_headers`); other providers get none, since their clients may reject them."""
+    from langchain_openai.chat_models.base import BaseChatOpenAI
+
+    if isinstance(model, BaseChatOpenAI):
+        return {"extra_headers": {AGENT_HEADER: agent}}
+    return {}
+
+
+def _reply_of(
+    message: Any, agent: str, latency: float, structured: dict[str, Any] | None
+) -> ModelReply:
+    answer, thinking = split_reasoning(_text_of(message))
+    reasoning = "\n\n".join(t for t in (reasoning_beside(message), thinking) if t)
+    metadata = getattr(message, "response_metadata", None) or {}
     return ModelReply(
-        "",
-        f"model call failed ({type(exc).__name__}): {_first_line(exc)}",
-        {agent: usage_entry(None, latency)},
+        answer,
+        None,
+        {agent: usage_entry(message, latency)},
+        reasoning=reasoning,
+        finish_reason=metadata.get("finish_reason"),
+        structured=structured,
     )
+
+
+def _failed_call(settings: ModelSettings, agent: str, exc: Exception, latency: float) -> ModelReply:
+    message = f"{MODEL_FAILURE_PREFIXES[0]} ({type(exc).__name__}): {_first_line(exc)}"
+    fix = fix_for(exc, settings)
+    return ModelReply(
+        "", f"{message.rstrip('.')}; {fix}" if fix else message, {agent: usage_entry(None, latency)}
+    )
+
+
+# langchain-core's provider-neutral classes (every integration raises subclasses of them), and
+# openai's own for clients that raise those unwrapped; timeouts first, they are connection
+# errors too.
+_FIXES = (
+    (
+        ("ModelTimeoutError", "APITimeoutError"),
+        "no reply from {url} within model_timeout ({timeout:g} s): raise model_timeout, or "
+        "check that the server at base_url is up",
+    ),
+    (
+        ("ModelConnectionError", "APIConnectionError"),
+        "tried {url}: set base_url (--base-url or OPENAI_BASE_URL) to your OpenAI-compatible "
+        "server, or model (--model) to another provider",
+    ),
+    (
+        ("ModelAuthenticationError", "AuthenticationError", "PermissionDeniedError"),
+        "{url} refused the API key: set api_key (--api-key or OPENAI_API_KEY)",
+    ),
+    (
+        ("ModelNotFoundError", "NotFoundError"),
+        "{url} does not serve model {name!r}: check model (--model) and base_url (--base-url, "
+        "usually ending in /v1)",
+    ),
+)
+
+
+def fix_for(exc: BaseException, settings: ModelSettings) -> str | None:
+    """What to change when a model call fails for a reason of configuration, or None."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    for classes, template in _FIXES:
+        if names.intersection(classes):
+            return template.format(
+                url=endpoint_of(settings),
+                timeout=settings.timeout,
+                name=settings.model.partition(":")[2] or settings.model,
+            )
+    return None
 
 
 def _text_of(message: Any) -> str:
     content = message.content if isinstance(message, AIMessage | BaseMessage) else message
-    if isinstance(content, list):  # content blocks
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    if isinstance(content, list):  # content blocks; reasoning blocks are read apart
+        return "".join(
+            (b.get("text", "") if b.get("type", "text") == "text" else "")
+            if isinstance(b, dict)
+            else str(b)
+            for b in content
+        )
     return str(content or "")
 
 

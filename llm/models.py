@@ -14,11 +14,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
 from macsql.llm.deadlines import deadline_http_client
 from macsql.llm.settings import ModelSettings
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 
 class ModelConfigError(ValueError):
@@ -66,6 +67,21 @@ def _split(model: str) -> tuple[str, str]:
     return provider, name
 
 
+def _base_url(settings: ModelSettings, provider: str) -> str | None:
+    if settings.base_url:
+        return settings.base_url
+    return os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
+
+
+def endpoint_of(settings: ModelSettings) -> str:
+    """Where requests for `settings` go, for error messages: the server URL, or the provider."""
+    provider, _name = _split(settings.model)
+    url = _base_url(settings, provider)
+    if url:
+        return url
+    return OPENAI_DEFAULT_URL if provider == "openai" else f"{provider}'s default endpoint"
+
+
 def get_chat_model(settings: ModelSettings) -> BaseChatModel:
     """The chat model `settings` name, built once and reused."""
     spec = settings.model
@@ -73,15 +89,16 @@ def get_chat_model(settings: ModelSettings) -> BaseChatModel:
         if spec in _registered:
             return _registered[spec]
     provider, name = _split(spec)
-    base_url = settings.base_url or (
-        os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
-    )
+    base_url = _base_url(settings, provider)
     api_key = settings.api_key
     if provider == "openai" and not (api_key or os.environ.get("OPENAI_API_KEY")):
         if not base_url:
+            # Context fields first: Studio and Python callers have no flags; the CLI maps
+            # each field to its flag (--model, --base-url, --api-key).
             raise ModelConfigError(
-                "no model configured: set OPENAI_API_KEY, or pass --base-url for a local "
-                "OpenAI-compatible server (and --api-key if it needs one)"
+                "no model configured: set OPENAI_API_KEY, or set the Context field base_url "
+                "to a local OpenAI-compatible server (and api_key if it needs one), or model "
+                "to another provider ('anthropic:...')"
             )
         api_key = "not-needed"  # local servers usually ignore the key, but the client wants one
     key = (
@@ -92,6 +109,7 @@ def get_chat_model(settings: ModelSettings) -> BaseChatModel:
         settings.temperature,
         settings.timeout,
         settings.max_retries,
+        settings.max_tokens,
     )
     with _build_lock:  # concurrent first calls share one client instead of building many
         client = _clients.get(key)
@@ -115,12 +133,29 @@ def _build_client(
     if api_key:
         kwargs["api_key"] = api_key
     if provider == "openai":
-        kwargs["stream_usage"] = True  # token usage also when the graph streams tokens
+        # call_model owns the deadline; this client honours it (llm/deadlines.py).
         kwargs["http_client"] = deadline_http_client(settings.timeout)
+    if settings.max_tokens:
+        kwargs["max_tokens"] = settings.max_tokens
     try:
-        client: BaseChatModel = init_chat_model(name, model_provider=provider, **kwargs)  # type: ignore[call-overload]
+        client = _construct(provider, name, kwargs)
     except Exception as exc:  # unknown provider, missing integration package, bad kwargs
         raise ModelConfigError(f"cannot set up model {settings.model!r}: {exc}") from exc
+    return client
+
+
+def _construct(provider: str, name: str, kwargs: dict[str, object]) -> BaseChatModel:
+    """The client, importing only what it needs: `init_chat_model` (the `langchain` package)
+    for any provider, or for OpenAI and compatible servers the class it would pick anyway,
+    which spares the first request of every `ask` the import of `langchain.chat_models`."""
+    if provider == "openai":
+        # Our ChatOpenAI keeps the reasoning of OpenAI-compatible reasoning servers.
+        from macsql.llm.openai_client import ReasoningChatOpenAI
+
+        return ReasoningChatOpenAI(model=name, stream_usage=True, **kwargs)  # type: ignore[arg-type]
+    from langchain.chat_models import init_chat_model
+
+    client: BaseChatModel = init_chat_model(name, model_provider=provider, **kwargs)  # type: ignore[call-overload]
     return client
 
 

@@ -25,3 +25,5 @@ class ModelSettings:
     """Seconds before one request is abandoned."""
     max_retries: int = 2
     """Retries, with backoff, on rate limits, timeouts and server errors."""
+    max_tokens: int | None = None
+    """The most tokens one reply may have (the server's default when None)."""

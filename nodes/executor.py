@@ -14,6 +14,7 @@ from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.graph.context import BaseContext, ContextT, context_of
 from macsql.graph.state import ExecutionRecord, PipelineState
+from macsql.llm.traces import record_execution
 from macsql.nodes.events import emit
 
 # Lower is better when choosing which executed SQL to return.
@@ -39,7 +40,14 @@ _ANALYSIS_MESSAGES = {
 
 
 def execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRecord:
-    """Execute `sql` on `db` under the context's bounds; a JSON-safe execution record."""
+    """Execute `sql` on `db` under the context's bounds; a JSON-safe execution record (also
+    added to the trace being recorded, after the call that wrote the SQL)."""
+    record = _execute_and_analyse(db, sql, context)
+    record_execution(record)
+    return record
+
+
+def _execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRecord:
     try:
         ref = resolve_database(db)
     except DatabaseNotFoundError as exc:
@@ -58,6 +66,8 @@ def execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRec
         timeout=context.query_timeout,
         max_rows=context.max_rows,
         max_bytes=context.max_result_bytes,
+        allowed_functions=context.allowed_functions,
+        allowed_relations=context.allowed_relations,
     )
     result.outcome = analyse(result.outcome, result.rows, context.dataset_style)
     record = result.to_state(max_cell_chars=context.max_cell_chars)
@@ -121,16 +131,20 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
     if context.approve_sql:
         approved = _approved_sql(sql, attempt)
         if approved is None:
+            tries = state.get("tries") or []
             emit(runtime, "executor", "rejected", attempt=attempt, sql=sql)
             rejected: PipelineState = {
                 "fatal": True,
                 "error": "the SQL was rejected by the reviewer",
-                "status": state.get("status", "failed") if state.get("tries") else "failed",
+                # A SQL that ran earlier stays the answer; a pending one was never run.
+                "status": final_fields(tries)["status"] if tries else "failed",
             }
             return rejected
         sql = approved
     emit(runtime, "executor", "start", attempt=attempt, sql=sql)
     record = execute_and_analyse(state["db"], sql, context)
+    if state.get("candidate_finish_reason") == "length":
+        record["finish_reason"] = "length"
     # The tries keep what the output needs of each execution, not its timing.
     tried = record.copy()
     tried.pop("elapsed", None)
@@ -149,6 +163,7 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
         "last_execution": record,
         "tries": tries,
         "candidate_sql": "",
+        "candidate_finish_reason": "",
         **final_fields(tries),
     }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
 
 from macsql.graph.context import Agent, BaseContext
 from macsql.llm.calls import ModelReply, call_model
@@ -18,6 +19,7 @@ def settings_for(context: BaseContext, agent: Agent) -> ModelSettings:
         temperature=context.temperature,
         timeout=context.model_timeout,
         max_retries=context.model_max_retries,
+        max_tokens=context.max_output_tokens,
     )
 
 
@@ -27,6 +29,13 @@ def call_agent(
     prompt: str | list[BaseMessage],
     *,
     system: str | None = None,
+    schema: type[BaseModel] | None = None,
 ) -> ModelReply:
-    """One model call for `agent`; failures come back as `ModelReply.error`, never raised."""
-    return call_model(settings_for(context, agent), agent.value, prompt, system=system)
+    """One model call for `agent`; failures come back as `ModelReply.error`, never raised.
+
+    `schema` is the agent's answer as fields, asked for when `Context.reply_format` is
+    'structured'; the reply's text is always there to read too."""
+    wanted = schema if context.reply_format == "structured" else None
+    return call_model(
+        settings_for(context, agent), agent.value, prompt, system=system, schema=wanted
+    )

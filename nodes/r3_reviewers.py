@@ -8,17 +8,21 @@ read by the writer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from macsql.graph.context import Agent, R3Context, context_of
 from macsql.graph.state import R3State, ReviewerComment, ReviewTask
+from macsql.nodes.agent_replies import reply_fallbacks
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import render_result
 from macsql.nodes.failures import model_failure
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.replies import extract_json_object
+from macsql.nodes.replies import extract_json_object, json_field
+from macsql.nodes.reply_schemas import PersonaAnswer
 from macsql.prompts import render_prompt
 
 # Used only when the persona reply cannot be read, so a review still happens.
@@ -39,9 +43,15 @@ _REVIEW_KEYS = (
 )
 
 
-def parse_personas(text: str, n: int) -> list[str]:
-    found = extract_json_object(text) or {}
-    items = found.get("reviewers") or found.get("personas") or found.get("professions") or []
+_PERSONA_KEYS = ("reviewers", "personas", "professions")
+
+
+def parse_personas(text: str, n: int, found: dict[str, Any] | None = None) -> list[str]:
+    """Up to `n` distinct professions from the reply's fields (when it answered in a schema)
+    or its text."""
+    if found is None:
+        found = extract_json_object(text, _PERSONA_KEYS) or {}
+    items = json_field(found, *_PERSONA_KEYS) or []
     out: list[str] = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict):  # {"profession": ..., "focus": ...}
@@ -58,21 +68,30 @@ def persona_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     sql = (state.get("last_execution") or {}).get("sql") or ""
     emit(runtime, Agent.PERSONA, "start", reviewers=n)
     prompt = render_prompt("r3_persona", **prompt_inputs(state, context), sql=sql, n=n)
-    reply = call_agent(context, Agent.PERSONA, prompt)
+    reply = call_agent(context, Agent.PERSONA, prompt, schema=PersonaAnswer)
+    fallbacks = reply_fallbacks(runtime, Agent.PERSONA, reply)
     if reply.failed:
         emit(runtime, Agent.PERSONA, "error", error=reply.error)
-        return {**model_failure(reply.error or ""), "usage": reply.usage}
-    personas = parse_personas(reply.text, n)
+        return {**model_failure(reply.error or ""), "usage": reply.usage, "fallbacks": fallbacks}
+    personas = parse_personas(reply.text, n, reply.structured)
     fallback = None
     if len(personas) < n:
         fallback = f"the reply named {len(personas)} of {n} reviewers; the rest are defaults"
+        fallbacks.append(
+            {"agent": Agent.PERSONA.value, "kind": "unreadable_reply", "detail": fallback}
+        )
         personas += [p for p in FALLBACK_PERSONAS if p not in personas]
         while len(personas) < n:  # more reviewers than defaults: number the repeats
             k = len(personas)
             personas.append(f"{FALLBACK_PERSONAS[k % len(FALLBACK_PERSONAS)]} (reviewer {k + 1})")
         personas = personas[:n]
     emit(runtime, Agent.PERSONA, "done", personas=personas, fallback=fallback)
-    return {"personas": personas, "persona_fallback": fallback, "usage": reply.usage}
+    return {
+        "personas": personas,
+        "persona_fallback": fallback,
+        "usage": reply.usage,
+        "fallbacks": fallbacks,
+    }
 
 
 def review_sends(state: R3State) -> list[Send]:
@@ -100,6 +119,7 @@ def reviewer_node(task: ReviewTask, runtime: Runtime[R3Context]) -> R3State:
     )
     system = render_prompt("r3_reviewer_system", persona=persona).strip()
     reply = call_agent(context, Agent.REVIEWER, prompt, system=system)
+    reply_fallbacks(runtime, Agent.REVIEWER, reply)  # its reasoning, for the trace
     if reply.failed:
         emit(runtime, Agent.REVIEWER, "error", reviewer=task["index"] + 1, error=reply.error)
         return {"reviews": [{**review, "comment": "", "error": reply.error}], "usage": reply.usage}

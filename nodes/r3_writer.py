@@ -16,15 +16,15 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.context import Agent, R3Context, context_of
 from macsql.graph.state import ChatTurn, R3State, ReviewerComment
+from macsql.nodes.agent_replies import WrittenSql, write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
-from macsql.nodes.failures import model_failure, no_sql_execution
-from macsql.nodes.model_calls import call_agent
+from macsql.nodes.failures import model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.quoting import shown_message
 from macsql.nodes.r3_kshot import format_examples
-from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
 
 AGENT = Agent.WRITER
@@ -103,38 +103,53 @@ def _ask(
     runtime: Runtime[R3Context],
     history: list[Message],
     phase: str,
-) -> tuple[R3State, str | None, str | None]:
-    """Send the (truncated) history; the update, the reply's SQL, and the reply (None if failed)."""
+) -> tuple[R3State, WrittenSql | None]:
+    """Send the (truncated) history; the update, and the reply's SQL (None if the call failed)."""
     context = context_of(runtime, R3Context)
     sent, dropped = truncate_history(history, context.history_char_budget)
     emit(runtime, AGENT, "start", step=phase, messages=len(sent), dropped=dropped)
-    reply = call_agent(context, AGENT, to_messages(sent))
-    if reply.failed:
-        emit(runtime, AGENT, "error", step=phase, error=reply.error)
-        failed: R3State = {**model_failure(reply.error or ""), "usage": reply.usage}
+    written = write_sql(
+        runtime,
+        context,
+        AGENT,
+        to_messages(sent),
+        dialect=state.get("dialect", "sqlite"),
+        step=phase,
+    )
+    if written.error is not None:
+        emit(runtime, AGENT, "error", step=phase, error=written.error)
+        failed: R3State = {
+            **model_failure(written.error),
+            "usage": written.usage,
+            "fallbacks": written.fallbacks,
+        }
         failed["history"] = history
         if not state.get("tries"):
-            failed["error"] = reply.error
-        return failed, None, None
-    sql = extract_sql(reply.text)
-    emit(runtime, AGENT, "done", step=phase, sql=sql)
-    answered: list[Message] = [*history, {"role": "assistant", "content": reply.text}]
-    update: R3State = {"usage": reply.usage, "history": answered, "history_dropped": dropped}
-    return update, sql, reply.text
+            failed["error"] = written.error
+        return failed, None
+    emit(runtime, AGENT, "done", step=phase, sql=written.sql)
+    answered: list[Message] = [*history, {"role": "assistant", "content": written.text}]
+    update: R3State = {
+        "usage": written.usage,
+        "history": answered,
+        "history_dropped": dropped,
+        "fallbacks": written.fallbacks,
+    }
+    return update, written
 
 
-def _with_candidate(update: R3State, sql: str | None, reply: str) -> R3State:
-    update["candidate_sql"] = sql or ""
-    if sql is None:
-        update["last_execution"] = no_sql_execution(reply)
-    return update
+def _with_candidate(update: R3State, written: WrittenSql, runtime: Runtime[R3Context]) -> R3State:
+    update.update(written.candidate())
+    if written.sql is None:
+        update["last_execution"] = written.no_sql_record()
+    return awaiting_approval(update, context_of(runtime, R3Context))
 
 
 def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """y = LLM(x, S); H = [(x, S), y]."""
     context = context_of(runtime, R3Context)
     history: list[Message] = [{"role": "user", "content": task_message(state, context)}]
-    update, sql, reply = _ask(state, runtime, history, "write")
+    update, written = _ask(state, runtime, history, "write")
     base: R3State = {
         "debug_turns": 0,
         "review_turns": 0,
@@ -143,9 +158,9 @@ def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         # None clears the reviews of an earlier question in the same thread (`add_reviews`).
         "reviews": None,  # type: ignore[typeddict-item]
     }
-    if reply is None:
+    if written is None:
         return {**base, **update}
-    return {**base, **_with_candidate(update, sql, reply)}
+    return {**base, **_with_candidate(update, written, runtime)}
 
 
 def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
@@ -159,11 +174,11 @@ def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         error=shown_message(failed.get("error")),
     )
     history: list[Message] = [*(state.get("history") or []), {"role": "user", "content": error}]
-    update, sql, reply = _ask(state, runtime, history, f"debug {turn}")
+    update, written = _ask(state, runtime, history, f"debug {turn}")
     update["debug_turns"] = turn
-    if reply is None:
+    if written is None:
         return update
-    return _with_candidate(update, sql, reply)
+    return _with_candidate(update, written, runtime)
 
 
 def round_reviews(state: R3State) -> list[ReviewerComment]:
@@ -199,10 +214,13 @@ def writer_revise_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         *(state.get("history") or []),
         {"role": "user", "content": feedback},
     ]
-    update, sql, reply = _ask(state, runtime, history, f"revise {turn}")
+    update, written = _ask(state, runtime, history, f"revise {turn}")
     update["review_turns"] = turn
-    if reply is None:
+    if written is None:
         return update
+    # A rebuttal need not restate the query: no SQL in it is no failure.
+    update["fallbacks"] = [f for f in written.fallbacks if f["kind"] != "no_sql"]
+    sql = written.sql
     previous = reviewed.get("sql") or ""
     # A rebuttal that does not restate the query keeps it: that is agreement too.
     agreed = sql is None or same_sql(sql, previous, state.get("dialect"))
@@ -214,5 +232,4 @@ def writer_revise_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         if tries and ran(tries[-1]):
             update.update(final_fields(tries[-1:]))  # the agreed SQL, as executed
         return update
-    update["candidate_sql"] = sql or ""
-    return update
+    return _with_candidate(update, written, runtime)

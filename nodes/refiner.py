@@ -6,12 +6,12 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.context import Agent, MacSqlContext, context_of
 from macsql.graph.state import MacSqlState
+from macsql.nodes.agent_replies import write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
-from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
-from macsql.nodes.model_calls import call_agent
+from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.quoting import shown_message
-from macsql.nodes.replies import extract_sql
 from macsql.prompts import render_prompt
 
 
@@ -28,19 +28,29 @@ def refiner_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlS
         error_class=failed.get("error_class") or "none",
         error=shown_message(failed.get("error")),
     )
-    reply = call_agent(context, Agent.REFINER, prompt)
-    if reply.failed:
-        emit(runtime, Agent.REFINER, "error", error=reply.error)
-        stopped: MacSqlState = {**model_failure(reply.error or ""), "usage": reply.usage}
+    written = write_sql(
+        runtime, context, Agent.REFINER, prompt, dialect=state.get("dialect", "sqlite")
+    )
+    if written.error is not None:
+        emit(runtime, Agent.REFINER, "error", error=written.error)
+        stopped: MacSqlState = {
+            **model_failure(written.error),
+            "usage": written.usage,
+            "fallbacks": written.fallbacks,
+        }
         stopped["refines"] = refines
         if state.get("status") != "ok":  # an earlier SQL that ran stays the answer
-            stopped["error"] = reply.error
+            stopped["error"] = written.error
         return stopped
-    sql = extract_sql(reply.text)
-    emit(runtime, Agent.REFINER, "done", attempt=refines, sql=sql)
-    update: MacSqlState = {"usage": reply.usage, "refines": refines, "candidate_sql": sql or ""}
-    if sql is None:
-        update["last_execution"] = {**no_sql_execution(reply.text), "sql": failed.get("sql", "")}
+    emit(runtime, Agent.REFINER, "done", attempt=refines, sql=written.sql)
+    update: MacSqlState = {
+        "usage": written.usage,
+        "refines": refines,
+        "fallbacks": written.fallbacks,
+        **written.candidate(),
+    }
+    if written.sql is None:
+        update["last_execution"] = {**written.no_sql_record(), "sql": failed.get("sql", "")}
         if not state.get("tries"):
             update["error"] = NO_SQL_MESSAGE
-    return update
+    return awaiting_approval(update, context)

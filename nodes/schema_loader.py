@@ -12,10 +12,10 @@ from macsql.database.connection import (
     resolve_database,
     sqlite_open_hint,
 )
-from macsql.database.execution import bounded_message
+from macsql.database.connection_errors import describe_database_error
 from macsql.database.schema import load_schema
 from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
-from macsql.graph.state import PipelineState, Usage
+from macsql.graph.state import Fallback, PipelineState, Usage
 from macsql.nodes.events import emit
 from macsql.nodes.schema_render import rendered_schema
 
@@ -58,7 +58,7 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
         )
     except Exception as exc:  # unreachable server, corrupt file, permission denied
         hint = sqlite_open_hint(db.sqlite_path) if db.sqlite_path is not None else None
-        reason = hint or f"{type(exc).__name__}: {bounded_message(str(exc))}"
+        reason = hint or describe_database_error(exc)
         return fail(f"cannot read the schema of {db.safe_url}: {reason}")
     if not schema.tables:
         return fail(f"the database {db.safe_url} has no tables")
@@ -81,6 +81,7 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
         "selector_fallback": None,
         # A thread that answers a second question starts its usage again, past the reducer.
         "usage": cast(Usage, Overwrite({})),
+        "fallbacks": cast(list[Fallback], Overwrite([])),
         "attempts": 0,
         "refines": 0,
         "tries": [],

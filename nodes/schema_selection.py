@@ -30,7 +30,8 @@ def apply_selection(schema: SchemaInfo, selection: Selection) -> SelectionResult
         if table is None:
             notes.append(f"unknown table {name!r} ignored")
             continue
-        decisions[table.name] = choice
+        # Models write the keywords in any case ("Keep_All", "DROP_ALL").
+        decisions[table.name] = choice.strip().lower() if isinstance(choice, str) else choice
     kept: list[TableInfo] = []
     for table in schema.tables:
         choice = decisions.get(table.name, "keep_all")

@@ -6,28 +6,51 @@ from langgraph.runtime import Runtime
 
 from macsql.database.schema import SchemaInfo
 from macsql.graph.context import Agent, MacSqlContext, context_of
-from macsql.graph.state import MacSqlState
+from macsql.graph.state import Fallback, MacSqlState
+from macsql.llm.traces import annotate_call
+from macsql.nodes.agent_replies import reply_fallbacks, reply_fields, unreadable
 from macsql.nodes.events import emit
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.replies import extract_json_object
+from macsql.nodes.replies import json_field
+from macsql.nodes.reply_schemas import SelectorAnswer
 from macsql.nodes.schema_render import render_foreign_keys, render_schema
 from macsql.nodes.schema_selection import apply_selection
 from macsql.prompts import render_prompt
 
 
 def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
+    update = _select(state, runtime)
+    # A trace keeps what the Selector's reply did: the tables kept, or why it was not applied.
+    applied = "schema_text" in update
+    annotate_call(
+        Agent.SELECTOR,
+        kept_tables=update.get("selected_tables"),
+        fallback=None if applied else update.get("selector_fallback"),
+    )
+    return update
+
+
+def _select(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
     context = context_of(runtime, MacSqlContext)
     schema = SchemaInfo.from_dict(state["schema"])
     emit(runtime, Agent.SELECTOR, "start", tables=len(schema.tables), columns=schema.total_columns)
     reply = call_agent(
-        context, Agent.SELECTOR, render_prompt("selector", **prompt_inputs(state, context))
+        context,
+        Agent.SELECTOR,
+        render_prompt("selector", **prompt_inputs(state, context)),
+        schema=SelectorAnswer,
     )
+    fallbacks: list[Fallback] = reply_fallbacks(runtime, Agent.SELECTOR, reply)
     update: MacSqlState = {"selector_used": True, "usage": reply.usage}
     if reply.failed:
         fallback = f"selector model failed, full schema kept: {reply.error}"
     else:
-        selection = extract_json_object(reply.text)
+        selection = reply_fields(reply)
+        if selection is not None and isinstance(json_field(selection, "tables"), list):
+            # The structured layout ({"tables": [{"table", "keep", "columns"}]}), as fields
+            # or as text from a server that could not enforce the schema.
+            selection = SelectorAnswer.as_selection(selection)
         if selection is None:
             fallback = "selector reply held no JSON object, full schema kept"
         else:
@@ -35,17 +58,26 @@ def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSql
             if result.applied:
                 kept = [t.name for t in result.schema.tables]
                 emit(runtime, Agent.SELECTOR, "done", selected_tables=kept, notes=result.notes)
+                notes = "; ".join(result.notes) or None
+                if notes:
+                    fallbacks.append(unreadable(runtime, Agent.SELECTOR, notes))
                 return {
                     **update,
                     "schema_text": render_schema(result.schema),
                     "foreign_keys_text": render_foreign_keys(result.schema),
                     "selected_tables": kept,
-                    "selector_fallback": "; ".join(result.notes) or None,
+                    "selector_fallback": notes,
+                    "fallbacks": fallbacks,
                 }
             fallback = "; ".join(result.notes) + ", full schema kept"
     every_table = [t.name for t in schema.tables]
-    emit(runtime, Agent.SELECTOR, "fallback", reason=fallback, selected_tables=every_table)
-    return {**update, "selector_fallback": fallback, "selected_tables": every_table}
+    fallbacks.append(unreadable(runtime, Agent.SELECTOR, fallback, selected_tables=every_table))
+    return {
+        **update,
+        "selector_fallback": fallback,
+        "selected_tables": every_table,
+        "fallbacks": fallbacks,
+    }
 
 
 def needs_selector(state: MacSqlState, context: MacSqlContext) -> bool:

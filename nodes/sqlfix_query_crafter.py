@@ -18,17 +18,20 @@ from macsql.graph.state import (
     Candidate,
     DroppedCandidate,
     ExecutionRecord,
+    Fallback,
     SqlFixState,
     Usage,
     merge_usage,
 )
+from macsql.nodes.agent_replies import reply_fallbacks, unreadable
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import PREVIEW_ROWS, ran
 from macsql.nodes.executor import execute_and_analyse
 from macsql.nodes.failures import model_failure
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.replies import extract_json_object
+from macsql.nodes.replies import extract_json_object, json_field
+from macsql.nodes.reply_schemas import ParaphraseAnswer
 from macsql.nodes.sqlfix_sql_tool import generate_sql
 from macsql.prompts import render_prompt
 
@@ -36,12 +39,16 @@ AGENT = Agent.QUERY_CRAFTER
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
 
 
-def parse_paraphrases(text: str, question: str, n: int) -> list[str]:
-    """Up to `n` distinct rewordings, none equal to the question itself."""
-    found = extract_json_object(text)
+def parse_paraphrases(
+    text: str, question: str, n: int, found: dict[str, Any] | None = None
+) -> list[str]:
+    """Up to `n` distinct rewordings, none equal to the question itself, from the reply's
+    fields (when it answered in a schema) or its text."""
+    if found is None:
+        found = extract_json_object(text, ("paraphrases", "questions"))
     items: list[Any] = []
     if found is not None:
-        value = found.get("paraphrases") or found.get("questions") or []
+        value = json_field(found, "paraphrases", "questions") or []
         items = value if isinstance(value, list) else []
     if not items:  # a numbered or bulleted list instead of JSON
         items = [m.group(1) for m in map(_LIST_ITEM.match, (text or "").splitlines()) if m]
@@ -69,15 +76,20 @@ def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> S
     n = max(context.num_paraphrases, 0)
     emit(runtime, AGENT, "start", paraphrases=n)
     usage: Usage = {}
+    fallbacks: list[Fallback] = []
     paraphrases: list[str] = []
     if n:
         prompt = render_prompt("sqlfix_query_crafter", **prompt_inputs(state, context), n=n)
-        reply = call_agent(context, AGENT, prompt)
+        reply = call_agent(context, AGENT, prompt, schema=ParaphraseAnswer)
         usage = merge_usage(usage, reply.usage)
+        fallbacks += reply_fallbacks(runtime, AGENT, reply)
         if reply.failed:
             emit(runtime, AGENT, "error", error=reply.error)
-            return {**model_failure(reply.error or ""), "usage": usage}
-        paraphrases = parse_paraphrases(reply.text, question, n)
+            return {**model_failure(reply.error or ""), "usage": usage, "fallbacks": fallbacks}
+        paraphrases = parse_paraphrases(reply.text, question, n, reply.structured)
+        if not paraphrases:
+            detail = "the reply held no paraphrases; no candidates were written"
+            fallbacks.append(unreadable(runtime, AGENT, detail))
     original = state.get("last_execution") or {}
     original_key = result_key(original) if ran(original) else None
     candidates: list[Candidate] = []
@@ -86,6 +98,7 @@ def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> S
     for wording in paraphrases:
         generated = generate_sql(state, runtime, question=wording)
         usage = merge_usage(usage, generated.usage)
+        fallbacks += generated.fallbacks
         if generated.error is not None or not generated.sql:
             reason = generated.error or "the SQL generator's reply held no SQL"
             dropped.append({"question": wording, "sql": generated.sql or "", "reason": reason})
@@ -127,4 +140,5 @@ def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> S
         "candidates": candidates,
         "dropped_candidates": dropped,
         "usage": usage,
+        "fallbacks": fallbacks,
     }

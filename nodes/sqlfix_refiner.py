@@ -15,13 +15,15 @@ from langgraph.runtime import Runtime
 from macsql.database.execution import Outcome
 from macsql.graph.context import Agent, SqlFixContext, context_of
 from macsql.graph.state import Candidate, ExecutionRecord, RepairFailure, SqlFixState
+from macsql.nodes.agent_replies import WrittenSql, field_text, write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
-from macsql.nodes.failures import model_failure, no_sql_execution
-from macsql.nodes.model_calls import call_agent
+from macsql.nodes.failures import model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.replies import extract_json_object, extract_sql
+from macsql.nodes.replies import extract_json_object
+from macsql.nodes.reply_schemas import RepairAnswer
 from macsql.nodes.sqlfix_memory import (
     ensure_seeded,
     record_repair,
@@ -81,17 +83,17 @@ def format_failures(failures: list[RepairFailure]) -> str:
     return "\n\n".join(blocks)
 
 
-def parse_choice(text: str, candidates: list[Candidate]) -> tuple[str | None, int, str]:
+def parse_choice(written: WrittenSql, candidates: list[Candidate]) -> tuple[str | None, int, str]:
     """(SQL, chosen candidate number or 0 for an own fix, explanation) from the reply."""
-    found = extract_json_object(text) or {}
-    explanation = str(found.get("explanation") or "").strip()
+    found = written.structured or extract_json_object(written.text, ("choice",)) or {}
+    explanation = field_text(found, "explanation")
     try:
-        choice = int(found.get("choice") or 0)
+        choice = int(field_text(found, "choice") or 0)
     except (TypeError, ValueError):
         choice = 0
     if 1 <= choice <= len(candidates):
         return candidates[choice - 1]["sql"], choice, explanation
-    return extract_sql(text), 0, explanation
+    return written.sql, 0, explanation
 
 
 def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
@@ -130,19 +132,29 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
         candidates=format_candidates(candidates),
         failure_memory=format_failures(failures),
     )
-    reply = call_agent(context, AGENT, prompt)
-    if reply.failed:
-        emit(runtime, AGENT, "error", error=reply.error)
-        return {**update, **model_failure(reply.error or ""), "usage": reply.usage}
-    sql, choice, explanation = parse_choice(reply.text, candidates)
+    written = write_sql(
+        runtime,
+        context,
+        AGENT,
+        prompt,
+        dialect=state.get("dialect", "sqlite"),
+        schema=RepairAnswer,
+    )
+    update["usage"] = written.usage
+    if written.error is not None:
+        emit(runtime, AGENT, "error", error=written.error)
+        return {**update, **model_failure(written.error), "fallbacks": written.fallbacks}
+    sql, choice, explanation = parse_choice(written, candidates)
+    # A chosen candidate is an answer without SQL of its own.
+    update["fallbacks"] = [f for f in written.fallbacks if choice == 0 or f["kind"] != "no_sql"]
     emit(runtime, AGENT, "done", attempt=attempt, choice=choice, sql=sql)
-    update["usage"] = reply.usage
     update["candidate_sql"] = sql or ""
+    update["candidate_finish_reason"] = written.candidate().get("candidate_finish_reason", "")
     update["repair_choice"] = choice
-    update["explanation"] = explanation or reply.text.strip()[:1000]
+    update["explanation"] = explanation or written.text.strip()[:1000]
     if sql is None:
-        update["last_execution"] = no_sql_execution(reply.text)
-    return update
+        update["last_execution"] = written.no_sql_record()
+    return awaiting_approval(update, context)
 
 
 def repair_check(record: ExecutionRecord) -> str | None:

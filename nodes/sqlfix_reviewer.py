@@ -13,7 +13,8 @@ from typing import Literal
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import Agent, SqlFixContext, context_of
-from macsql.graph.state import Review, SqlFixState
+from macsql.graph.state import Fallback, Review, SqlFixState
+from macsql.nodes.agent_replies import field_text, reply_fallbacks, unreadable
 from macsql.nodes.events import emit
 from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.failures import model_failure
@@ -21,6 +22,7 @@ from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
 from macsql.nodes.quoting import shown_message
 from macsql.nodes.replies import extract_json_object
+from macsql.nodes.reply_schemas import ReviewAnswer
 from macsql.prompts import render_prompt
 
 AGENT = Agent.REVIEWER
@@ -33,12 +35,14 @@ _VERDICT_LINE = re.compile(r"verdict\W{0,5}([a-z]+)", re.I)
 Verdict = Literal["pass", "error"]
 
 
-def parse_verdict(text: str) -> tuple[Verdict, str] | None:
-    """('pass' | 'error', reason) from the reviewer's reply, or None when it gave none."""
-    found = extract_json_object(text)
+def parse_verdict(text: str, found: dict[str, object] | None = None) -> tuple[Verdict, str] | None:
+    """('pass' | 'error', reason) from the reviewer's reply (or its fields, when it answered
+    in a schema), or None when it gave none."""
+    if found is None:
+        found = extract_json_object(text, ("verdict",))
     if found is not None:
-        word = str(found.get("verdict", "")).strip().lower()
-        reason = str(found.get("reason") or "").strip()
+        word = field_text(found, "verdict").lower()
+        reason = field_text(found, "reason")
         if word in _PASS_WORDS:
             return "pass", reason
         if word in _ERROR_WORDS:
@@ -69,11 +73,17 @@ def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
     prompt = render_prompt(
         "sqlfix_reviewer", **prompt_inputs(state, context), sql=sql, result=render_result(record)
     )
-    reply = call_agent(context, AGENT, prompt)
+    reply = call_agent(context, AGENT, prompt, schema=ReviewAnswer)
+    fallbacks: list[Fallback] = reply_fallbacks(runtime, AGENT, reply)
     if reply.failed:
         emit(runtime, AGENT, "error", error=reply.error)
-        return {**model_failure(reply.error or ""), "usage": reply.usage, "original_sql": sql}
-    verdict = parse_verdict(reply.text)
+        return {
+            **model_failure(reply.error or ""),
+            "usage": reply.usage,
+            "original_sql": sql,
+            "fallbacks": fallbacks,
+        }
+    verdict = parse_verdict(reply.text, reply.structured)
     if verdict is None:
         # No verdict means no error was detected: the executed SQL stands, and we say why.
         review = {
@@ -81,11 +91,12 @@ def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
             "source": "unparsed",
             "reason": "the review gave no verdict; the executed SQL is kept",
         }
+        fallbacks.append(unreadable(runtime, AGENT, review["reason"]))
     else:
         review = {"verdict": verdict[0], "source": "model", "reason": verdict[1]}
-    review["explanation"] = reply.text
+    review["explanation"] = field_text(reply.structured, "explanation") or reply.text
     emit(runtime, AGENT, "done", verdict=review["verdict"], reason=review["reason"])
-    return {"review": review, "original_sql": sql, "usage": reply.usage}
+    return {"review": review, "original_sql": sql, "usage": reply.usage, "fallbacks": fallbacks}
 
 
 def review_passed(state: SqlFixState) -> bool:

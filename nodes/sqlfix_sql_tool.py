@@ -8,18 +8,18 @@ plain text-to-SQL prompt, the way the paper plugs in a fine-tuned text-to-SQL mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import Agent, SqlFixContext, context_of
-from macsql.graph.state import SqlFixState, Usage
+from macsql.graph.state import ExecutionRecord, Fallback, SqlFixState, Usage
+from macsql.nodes.agent_replies import write_sql
+from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.events import emit
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
-from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.replies import extract_sql
 from macsql.nodes.schema_loader import load_schema_node
 from macsql.prompts import render_prompt
 
@@ -36,6 +36,10 @@ class GeneratedSql:
     usage: Usage
     error: str | None = None
     """Set when the model could not be reached."""
+    no_sql: ExecutionRecord | None = None
+    """For a reply with no SQL, the record that tells the Refiner what it held instead."""
+    fallbacks: list[Fallback] = field(default_factory=list)
+    finish_reason: str = ""
 
 
 def generate_sql(
@@ -52,19 +56,30 @@ def generate_sql(
             text=update.get("decomposition", ""),
             usage=update.get("usage") or {},
             error=update.get("model_error") if update.get("fatal") else None,
+            no_sql=update.get("last_execution"),
+            fallbacks=update.get("fallbacks") or [],
+            finish_reason=update.get("candidate_finish_reason", ""),
         )
     emit(runtime, SQL_TOOL_AGENT, "start", model=context.sql_generator)
-    reply = call_agent(
+    written = write_sql(
+        runtime,
         context,
         SQL_TOOL_AGENT,
         render_prompt("sqlfix_sql_tool", **prompt_inputs(asked, context)),
+        dialect=state.get("dialect", "sqlite"),
     )
-    if reply.failed:
-        emit(runtime, SQL_TOOL_AGENT, "error", error=reply.error)
-        return GeneratedSql(None, "", reply.usage, reply.error)
-    sql = extract_sql(reply.text)
-    emit(runtime, SQL_TOOL_AGENT, "done", sql=sql)
-    return GeneratedSql(sql, reply.text, reply.usage)
+    if written.error is not None:
+        emit(runtime, SQL_TOOL_AGENT, "error", error=written.error)
+        return GeneratedSql(None, "", written.usage, written.error, fallbacks=written.fallbacks)
+    emit(runtime, SQL_TOOL_AGENT, "done", sql=written.sql)
+    return GeneratedSql(
+        written.sql,
+        written.text,
+        written.usage,
+        no_sql=written.no_sql_record() if written.sql is None else None,
+        fallbacks=written.fallbacks,
+        finish_reason=written.candidate().get("candidate_finish_reason", ""),
+    )
 
 
 def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
@@ -73,7 +88,7 @@ def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext])
     loaded = load_schema_node(state, runtime)
     if loaded.get("fatal"):
         return {**loaded, "original_sql": given}
-    return {
+    ready: SqlFixState = {
         **loaded,
         "original_sql": given,
         "candidate_sql": given,
@@ -88,6 +103,7 @@ def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext])
         "repair_choice": 0,
         "dropped_candidates": [],
     }
+    return awaiting_approval(ready, context_of(runtime, SqlFixContext))
 
 
 def sql_tool_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
@@ -98,13 +114,16 @@ def sql_tool_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFix
             **model_failure(generated.error),
             "usage": generated.usage,
             "error": generated.error,
+            "fallbacks": generated.fallbacks,
         }
     update: SqlFixState = {
         "usage": generated.usage,
         "candidate_sql": generated.sql or "",
+        "candidate_finish_reason": generated.finish_reason,
         "original_sql": generated.sql or "",
+        "fallbacks": generated.fallbacks,
     }
     if generated.sql is None:
-        update["last_execution"] = no_sql_execution(generated.text)
+        update["last_execution"] = generated.no_sql or no_sql_execution(generated.text)
         update["error"] = NO_SQL_MESSAGE
-    return update
+    return awaiting_approval(update, context_of(runtime, SqlFixContext))

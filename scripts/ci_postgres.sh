@@ -16,7 +16,7 @@
 #   MACSQL_PG_ENV_FILE   where to write the exports (default <repo>/.ci/pg.env)
 #   MACSQL_PG_USER, MACSQL_PG_PASSWORD   the test role (default macsql / macsql)
 #   MACSQL_PG_DATABASES  Spider db ids to load (default: the loader's DEFAULT_SPIDER_DATABASES)
-#   MACSQL_SPIDER_DIR    Spider's folder (default <repo>/../shared/data/spider)
+#   MACSQL_SPIDER_DIR    Spider's folder (default $MACSQL_DATA_DIR/spider, else <repo>/../shared/data/spider)
 #   PYTHON               interpreter with macsql installed (default: python, then python3)
 #   PG_BINDIR            folder of pg_ctl/initdb/postgres, if not the Debian one
 set -euo pipefail
@@ -30,7 +30,7 @@ LOG="$BASE/postgres.log"
 ENV_FILE="${MACSQL_PG_ENV_FILE:-$ROOT/.ci/pg.env}"
 PG_USER="${MACSQL_PG_USER:-macsql}"
 PG_PASS="${MACSQL_PG_PASSWORD:-macsql}"
-SPIDER_DIR="${MACSQL_SPIDER_DIR:-$ROOT/../shared/data/spider}"
+SPIDER_DIR="${MACSQL_SPIDER_DIR:-${MACSQL_DATA_DIR:-$ROOT/../shared/data}/spider}"
 ACTION="${1:-start}"
 
 log() { echo "[ci_postgres] $*" >&2; }
@@ -153,10 +153,10 @@ log "wrote $ENV_FILE"
 if [[ -z "${PYTHON:-}" ]]; then
     PYTHON="$(command -v python || command -v python3 || true)"
 fi
-"$PYTHON" -c "import macsql.database.postgres_loader" 2>/dev/null \
+"$PYTHON" -c "import macsql.tools.postgres_loader" 2>/dev/null \
     || die "'$PYTHON' cannot import macsql; set PYTHON to the project's interpreter"
 # shellcheck disable=SC2086
-"$PYTHON" -m macsql.database.postgres_loader --admin-url "$URL" --spider-dir "$SPIDER_DIR" \
+"$PYTHON" -m macsql.tools.postgres_loader --admin-url "$URL" --spider-dir "$SPIDER_DIR" \
     ${MACSQL_PG_DATABASES:-}
 
 echo "MACSQL_PG_URL=$URL"

@@ -16,6 +16,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -23,7 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
 from macsql.database.connection import DatabaseRef, resolve_database
-from macsql.database.postgres_loader import (
+from macsql.tools.postgres_loader import (
     DEFAULT_SPIDER_DATABASES,
     database_url,
     load_spider_databases,
@@ -32,10 +33,6 @@ from macsql.database.postgres_loader import (
 
 PG_ENV = "MACSQL_PG_URL"
 PG_SPIDER_DATABASES: tuple[str, ...] = DEFAULT_SPIDER_DATABASES
-SPIDER_DIR = (
-    Path(os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-    / "spider"
-)
 
 
 def require_pg_url() -> str:
@@ -47,7 +44,16 @@ def require_pg_url() -> str:
         f"{PG_ENV} is not set: PostgreSQL tests need a server. Start one with "
         f"`bash scripts/ci_postgres.sh && source .ci/pg.env`."
     )
-    if os.environ.get("CI", "").strip().lower() == "true":
+    skip_or_fail_in_ci(message)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def skip_or_fail_in_ci(message: str) -> NoReturn:
+    """Skip the test for `message`; under CI=true fail it, since CI must run every test."""
+    if in_ci():
         pytest.fail(f"CI=true but {message}", pytrace=False)
     pytest.skip(message)
 
@@ -73,13 +79,14 @@ def pg_admin_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_spider(pg_admin_url: str) -> Iterator[Callable[[str], DatabaseRef]]:
+def pg_spider(pg_admin_url: str, spider_dir: Path) -> Iterator[Callable[[str], DatabaseRef]]:
     """`pg_spider(db_id)` -> the DatabaseRef of a Spider database loaded into PostgreSQL.
 
     The databases in `PG_SPIDER_DATABASES` are loaded once per session (a no-op when the CI
-    script already loaded them from the same files).
+    script already loaded them from the same files), from the Spider data (`spider_dir`, which
+    skips or fails by the data rule in conftest.py).
     """
-    load_spider_databases(SPIDER_DIR, pg_admin_url, PG_SPIDER_DATABASES)
+    load_spider_databases(spider_dir, pg_admin_url, PG_SPIDER_DATABASES)
 
     def get(db_id: str) -> DatabaseRef:
         assert db_id in PG_SPIDER_DATABASES, f"{db_id} is not loaded into PostgreSQL"

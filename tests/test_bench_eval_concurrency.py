@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.needs_data("spider"), pytest.mark.slow]  # the benchmark reads Spider
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_eval_concurrency.py"
 SMALL = ["--limit", "12", "--delay", "0.01", "--concurrency", "4", "--processes", "1"]
 

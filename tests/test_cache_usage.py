@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import concert_db
 from langchain_core.globals import get_llm_cache, set_llm_cache
 
 from macsql.cli.main import main
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.graph.macsql_graph import graph
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
 
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+CONCERT_DB = concert_db()
 QUESTION = "How many singers do we have?"
-PAYLOAD = {"question": QUESTION, "db": str(SPIDER_DB)}
+PAYLOAD = {"question": QUESTION, "db": str(CONCERT_DB)}
 FIRST_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
 SECOND_SQL = "SELECT count(*) FROM singers"
 FIXED_SQL = "SELECT count(*) FROM singer"
@@ -40,16 +41,22 @@ class Script:
         self.calls: list[tuple[str, str, str]] = []  # (agent, prompt, reply)
         self._refines = 0
 
-    def __call__(self, prompt: str) -> str:
-        if prompt.startswith("You are the Decomposer"):
-            agent, reply = "decomposer", f"```sql\n{FIRST_SQL}\n```\nQuestion Solved."
-        elif prompt.startswith("You are the Refiner"):
-            self._refines += 1
-            sql = SECOND_SQL if self._refines == 1 else FIXED_SQL
-            agent, reply = "refiner", f"Repair number {self._refines}.\n```sql\n{sql}\n```"
-        else:
-            raise AssertionError(f"unexpected prompt {prompt[:60]!r}")
-        self.calls.append((agent, prompt, reply))
+    def by_agent(self) -> dict[str, Callable[[str], str]]:
+        """The responders, one per agent, for the scripted server."""
+        return {Agent.DECOMPOSER: self._decompose, Agent.REFINER: self._refine}
+
+    def _decompose(self, prompt: str) -> str:
+        return self._log(Agent.DECOMPOSER, prompt, f"```sql\n{FIRST_SQL}\n```\nQuestion Solved.")
+
+    def _refine(self, prompt: str) -> str:
+        self._refines += 1
+        sql = SECOND_SQL if self._refines == 1 else FIXED_SQL
+        return self._log(
+            Agent.REFINER, prompt, f"Repair number {self._refines}.\n```sql\n{sql}\n```"
+        )
+
+    def _log(self, agent: Agent, prompt: str, reply: str) -> str:
+        self.calls.append((agent.value, prompt, reply))
         return reply
 
     def expected_tokens(self) -> dict[str, dict[str, int]]:
@@ -103,7 +110,7 @@ def test_per_agent_usage_is_summed_over_the_refine_loop(
     streaming: bool, no_llm_cache: None
 ) -> None:
     script = Script()
-    with ScriptedOpenAIServer(script, delay=0.05) as server:
+    with ScriptedOpenAIServer(script.by_agent(), delay=0.05) as server:
         context = _context(server)
         if streaming:  # the model streams its tokens (stream_mode "messages")
             result: dict[str, Any] = {}
@@ -131,7 +138,7 @@ def test_per_agent_usage_is_summed_over_the_refine_loop(
 
 def test_each_agent_uses_its_own_model_with_a_default_for_all(no_llm_cache: None) -> None:
     script = Script()
-    with ScriptedOpenAIServer(script) as server:
+    with ScriptedOpenAIServer(script.by_agent()) as server:
         result = graph.invoke(
             PAYLOAD, context=_context(server, refiner_model="openai:scripted-refiner")
         )
@@ -155,7 +162,7 @@ def _ask(server: ScriptedOpenAIServer, *extra: str) -> list[str]:
         "ask",
         QUESTION,
         "--db",
-        str(SPIDER_DB),
+        str(CONCERT_DB),
         "--base-url",
         server.base_url,
         "--api-key",
@@ -174,7 +181,7 @@ def test_cache_second_identical_ask_makes_no_model_request(
 ) -> None:
     cache_file = tmp_path / "llm-cache.sqlite"
     flags = ["--cache", str(cache_file), "--json", *(["--stream"] if stream else [])]
-    with ScriptedOpenAIServer(Script()) as server:
+    with ScriptedOpenAIServer(Script().by_agent()) as server:
         assert main(_ask(server, *flags)) == 0
         first = json.loads(capsys.readouterr().out)
         assert server.requests == 3

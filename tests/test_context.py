@@ -19,7 +19,7 @@ from macsql.graph.context import (
     SqlFixContext,
     context_of,
 )
-from macsql.graph.registry import PIPELINES, get_builder, get_pipeline
+from macsql.graph.registry import PIPELINES, get_builder, get_pipeline, pipeline_names
 
 GRAPH_CONTEXTS = {
     "macsql": MacSqlContext,
@@ -84,7 +84,18 @@ def test_out_of_range_settings_are_refused_with_the_field_name(
 def test_every_numeric_field_declares_its_minimum() -> None:
     for f in fields(Context):
         if str(f.type) in ("int", "float"):
-            assert "minimum" in f.metadata, f.name
+            assert "ge" in f.metadata, f.name
+
+
+def test_studio_schema_shows_each_range() -> None:
+    """Studio builds its settings form from this schema: the range must be in it, not only
+    enforced when the run starts."""
+    for name in pipeline_names():
+        schema = get_pipeline(name).get_context_jsonschema()["properties"]
+        assert schema["max_rows"]["minimum"] == 1
+        assert schema["model_timeout"]["minimum"] == 0.001
+    macsql = get_pipeline("macsql").get_context_jsonschema()["properties"]
+    assert macsql["max_try_times"]["minimum"] == 1
 
 
 def test_graphs_refuse_a_bad_dict_context_before_running() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import BIRD
 
 from macsql.evals.bird_schema import build_schema_only_layout, build_schema_only_sqlite
 from macsql.evals.datasets import load_bird
@@ -27,16 +27,13 @@ from macsql.evals.runner import run_eval, run_eval_sync
 from macsql.evals.scoring import score_predictions
 from macsql.evals.ves import drop_outliers, r_ves, reward, time_ratio, ves
 
-DATA = Path(
-    os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
-BIRD = DATA / "bird_dev"
-needs_bird = pytest.mark.skipif(not (BIRD / "dev_tables.json").is_file(), reason="no BIRD data")
+needs_bird = pytest.mark.needs_data("bird")
 
 
 # --- schema-only databases -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_bird
 def test_schema_only_database_has_every_table_column_and_key(tmp_path: Path) -> None:
     entries = json.loads((BIRD / "dev_tables.json").read_text())
@@ -69,6 +66,7 @@ def test_schema_only_database_has_every_table_column_and_key(tmp_path: Path) -> 
             conn.close()
 
 
+@pytest.mark.slow
 @needs_bird
 def test_every_bird_dev_gold_query_runs_on_the_schema_only_layout(tmp_path: Path) -> None:
     root = build_schema_only_layout(BIRD, tmp_path / "bird")

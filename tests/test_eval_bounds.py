@@ -18,7 +18,7 @@ from macsql.cli.main import main
 from macsql.evals.lifetimes import lock_run_directory
 from macsql.evals.options import EvalOptions
 from macsql.evals.runner import run_eval_sync
-from macsql.llm.scripted import ScriptedOpenAIServer, Silent
+from macsql.tools.scripted import ScriptedOpenAIServer, Silent
 
 
 def test_a_second_eval_on_the_same_out_is_refused(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

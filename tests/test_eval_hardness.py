@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import SPIDER
 
 from macsql.evals.datasets import load_spider
 from macsql.evals.hardness import (
@@ -20,13 +20,10 @@ from macsql.evals.hardness import (
 )
 from macsql.evals.spider_sql_parse import HardnessParseError, parse_sql, tokenize
 
-DATA = Path(
-    os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
-SPIDER = DATA / "spider"
-needs_spider = pytest.mark.skipif(not (SPIDER / "dev.json").is_file(), reason="no Spider data")
+needs_spider = pytest.mark.needs_data("spider")
 
 
+@pytest.mark.slow
 @needs_spider
 def test_spider_dev_distribution_is_the_published_one() -> None:
     dev = json.loads((SPIDER / "dev.json").read_text())
@@ -35,6 +32,7 @@ def test_spider_dev_distribution_is_the_published_one() -> None:
     assert counts == {"easy": 248, "medium": 446, "hard": 174, "extra": 166}
 
 
+@pytest.mark.slow
 @needs_spider
 def test_our_parse_counts_like_the_official_parse_on_every_item() -> None:
     """Spider's dev.json ships the official parser's structure (`sql`); the three counts from

@@ -17,7 +17,6 @@ result and what the rules say, and checked here with plain `sqlite3` (not the sc
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
@@ -25,18 +24,14 @@ from pathlib import Path
 
 import pytest
 import sqlglot
+from conftest import SPIDER
 from sqlglot import exp
 
 from macsql.evals.compare import bird_equal
 from macsql.evals.datasets import Dataset, load_spider
 from macsql.evals.scoring import Reason, score_predictions
 
-DATA = Path(
-    os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
-SPIDER = DATA / "spider"
-
-pytestmark = pytest.mark.skipif(not (SPIDER / "dev.json").is_file(), reason="no Spider data")
+pytestmark = [pytest.mark.needs_data("spider"), pytest.mark.slow]  # mutates the whole dev set
 
 
 @dataclass

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SPIDER, spider_eval_args
+from conftest import spider_eval_args, spider_sample
 from test_pipelines_eval import SpiderResponder
 
 from macsql.cli.main import main
@@ -23,15 +23,19 @@ from macsql.evals.datasets import EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.runner import run_eval
 from macsql.evals.scheduler import request_shares, shared_source, start_method
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedOpenAIServer
+
+SAMPLE = spider_sample()  # 20 generated questions in Spider's layout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", [2, 3])
 def test_items_are_shared_between_processes_exactly_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], processes: int
 ) -> None:
-    responder = SpiderResponder()
-    with ScriptedOpenAIServer(responder, delay=0.05) as server:
+    dev = json.loads((SAMPLE / "dev.json").read_text())
+    responder = SpiderResponder("macsql", dev)
+    with ScriptedOpenAIServer(responder.by_agent(), delay=0.05) as server:
         code = main(
             spider_eval_args(
                 tmp_path,
@@ -47,6 +51,7 @@ def test_items_are_shared_between_processes_exactly_once(
                 server.base_url,
                 "--api-key",
                 "k",
+                data_dir=SAMPLE,
             )
         )
         requests, peak = server.requests, server.peak_in_flight
@@ -88,9 +93,9 @@ print(json.dumps({"parent": os.getpid(), "n": len(result.records)}))
 
 
 def _run_script(script: str, out: Path) -> dict[str, Any]:
-    """Run an eval script in a fresh interpreter (args: out dir, Spider dir); its last line."""
+    """Run an eval script in a fresh interpreter (args: out dir, a Spider layout); its last line."""
     done = subprocess.run(
-        [sys.executable, "-c", script, str(out), str(SPIDER)],
+        [sys.executable, "-c", script, str(out), str(SAMPLE)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -99,6 +104,7 @@ def _run_script(script: str, out: Path) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_forked_children_run_a_graph_object_and_share_the_items(tmp_path: Path) -> None:
     """With no other thread running, children are forked: they start at once and use the very
     graph object the caller passed, which a spawned process could not import by name."""
@@ -133,6 +139,7 @@ print(json.dumps({"parent": PARENT, "n": len(result.records),
 """
 
 
+@pytest.mark.slow
 def test_run_ends_when_the_parents_own_item_is_the_last(tmp_path: Path) -> None:
     """The parent finishes the run's last item while its collector waits on the children's
     queue: the run must end then, not when that wait times out."""
@@ -165,7 +172,7 @@ def test_a_forked_child_opens_its_own_connections_and_clients(
     from macsql.database import connection
     from macsql.llm import models
 
-    ref = connection.resolve_database(str(SPIDER / "database/concert_singer/concert_singer.sqlite"))
+    ref = connection.resolve_database(str(SAMPLE / "database/concert_singer/concert_singer.sqlite"))
     with connection.get_engine(ref).connect() as conn:
         conn.exec_driver_sql("SELECT 1")
     models._clients[("test",)] = object()  # type: ignore[assignment]
@@ -251,7 +258,7 @@ def test_the_collector_is_frozen_during_a_run_and_restored_after(tmp_path: Path)
 
     before = gc.get_freeze_count()
     options = EvalOptions(
-        dataset="spider", data_dir=str(SPIDER), limit=3, out=str(tmp_path), progress=False
+        dataset="spider", data_dir=str(SAMPLE), limit=3, out=str(tmp_path), progress=False
     )
     asyncio.run(run_eval(options, graph=CountingGraph()))
     assert seen and min(seen) > before

@@ -13,17 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SPIDER
 
 from macsql.evals.options import EvalOptions
 from macsql.evals.results import read_results
 from macsql.evals.runner import run_eval_sync
 
-DATA = Path(
-    os.environ.get("MACSQL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
-SPIDER = DATA / "spider"
 SLOW_PIPELINE = Path(__file__).parent / "data" / "eval_slow_pipeline.py"
-pytestmark = pytest.mark.skipif(not (SPIDER / "dev.json").is_file(), reason="no Spider data")
+pytestmark = pytest.mark.needs_data("spider")
 
 
 def _indexes(path: Path) -> Counter[int]:
@@ -71,6 +68,7 @@ def test_resume_of_a_finished_run_repeats_nothing(tmp_path: Path) -> None:
     assert run_info["invocations"] == 2
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_gives_each_item_once(tmp_path: Path) -> None:
     out = tmp_path / "killed"
     limit = 200

@@ -19,7 +19,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from conftest import spider_db
+from conftest import concert_db, world_db
 from pg_support import pg_checksum
 
 from macsql.database import execution
@@ -58,7 +58,7 @@ class Target:
 @pytest.fixture(scope="module")
 def sqlite_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("bounds") / "concert_singer.sqlite"
-    shutil.copyfile(spider_db("concert_singer"), path)
+    shutil.copyfile(concert_db(), path)
     path.chmod(0o644)  # writable on disk: only macsql's layers may stop a write
     yield path
     get_engine(resolve_database(str(path))).dispose()
@@ -70,7 +70,7 @@ def target(request: pytest.FixtureRequest, sqlite_copy: Path) -> Target:
         return Target(
             "sqlite",
             resolve_database(str(sqlite_copy)),
-            resolve_database(str(spider_db("world_1"))),
+            resolve_database(str(world_db())),
             lambda: hashlib.sha256(sqlite_copy.read_bytes()).hexdigest(),
         )
     pg_spider = request.getfixturevalue("pg_spider")
@@ -125,7 +125,7 @@ def test_a_write_that_slips_past_the_guard_still_cannot_write(
     target: Target, statement: str
 ) -> None:
     before = target.checksum()
-    with mock.patch.object(execution, "check_statement", return_value=GuardVerdict(True, "ok")):
+    with mock.patch.object(execution, "guard_verdict", return_value=GuardVerdict(True, "ok")):
         result = execute_sql(target.concert, statement, timeout=5)
     assert not result.outcome.ran, f"{statement} ran on {target.engine}"
     assert result.error
@@ -137,8 +137,8 @@ def test_sqlite_authorizer_blocks_what_mode_ro_alone_lets_through(tmp_path: Path
     # Without the guard, mode=ro still lets ATTACH create a file, VACUUM INTO write a copy and
     # fts3_tokenizer take a pointer; the authorizer refuses all three while SQLite prepares.
     attached, copy = tmp_path / "attached.db", tmp_path / "copy.db"
-    ref = resolve_database(str(spider_db("concert_singer")))
-    with mock.patch.object(execution, "check_statement", return_value=GuardVerdict(True, "ok")):
+    ref = resolve_database(str(concert_db()))
+    with mock.patch.object(execution, "guard_verdict", return_value=GuardVerdict(True, "ok")):
         for statement in (
             f"ATTACH '{attached}' AS evil",
             f"VACUUM INTO '{copy}'",
@@ -252,6 +252,7 @@ def test_ten_million_row_result_is_capped_and_memory_stays_flat(target: Target) 
     assert rss_growth < 30_000_000, f"resident set grew {rss_growth:,} bytes"
 
 
+@pytest.mark.slow
 def test_memory_measure_would_catch_an_uncapped_fetch(target: Target) -> None:
     # The same measurement sees 300,000 fetched rows: the flat figure above is not blindness.
     result, peak, _ = measure(

@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spider_db
+from conftest import concert_db
 from pg_support import pg_checksum, writable_engine
 from sqlalchemy import text
 
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
-from macsql.database.postgres_loader import copy_sqlite_to_postgres, database_url
 from macsql.graph.macsql_graph import graph
+from macsql.tools.postgres_loader import copy_sqlite_to_postgres, database_url
 
 DATA = Path(__file__).parent / "data"
 HEADER = re.compile(r"^-- @@ (?P<kind>\w+) \| (?P<note>.+)$")
@@ -98,7 +98,14 @@ def test_corpus_has_over_100_distinct_classified_statements(corpus: list[Hostile
     kinds = {entry.kind for entry in corpus}
     assert kinds <= {kind.value for kind in GuardKind} - {GuardKind.OK.value}
     # the corpus covers the main families, not one trick a hundred times
-    assert {"write", "ddl", "multiple_statements", "forbidden_function", "syntax"} <= kinds
+    assert {
+        "write",
+        "ddl",
+        "multiple_statements",
+        "forbidden_function",
+        "forbidden_relation",
+        "syntax",
+    } <= kinds
 
 
 @pytest.mark.parametrize("entry", SQLITE_CORPUS, ids=entry_id)
@@ -139,7 +146,7 @@ class SqliteTarget:
 
 @pytest.fixture(scope="module")
 def sqlite_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteTarget]:
-    source = spider_db("concert_singer")
+    source = concert_db()
     path = tmp_path_factory.mktemp("hostile") / "concert_singer.sqlite"
     shutil.copyfile(source, path)
     path.chmod(0o644)  # writable on disk: only macsql's own layers may stop the writes
@@ -201,6 +208,7 @@ def test_postgres_unchanged_and_session_clean_after_the_whole_corpus(
         ref,
         "SELECT current_user, current_setting('default_transaction_read_only'), "
         "current_setting('transaction_read_only'), current_setting('search_path')",
+        allowed_functions=("current_setting",),  # off the allow-list: the test widens it
     )
     assert state.outcome == Outcome.OK, state.error
     user, default_read_only, read_only, search_path = state.rows[0]
@@ -227,7 +235,7 @@ OBEDIENT_REPLIES = [
 
 
 def make_hostile_sqlite(path: Path) -> None:
-    shutil.copyfile(spider_db("concert_singer"), path)
+    shutil.copyfile(concert_db(), path)
     path.chmod(0o644)
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE fan_mail (mail_id INTEGER PRIMARY KEY, singer_id INT, message TEXT)")
@@ -377,6 +385,29 @@ def run_bombs(db: str, corpus: Path) -> dict[str, Any]:
     return report
 
 
+def pg_rows_digest(ref: DatabaseRef) -> str:
+    engine = writable_engine(ref.url)
+    digest = hashlib.sha256()
+    try:
+        with engine.connect() as conn:
+            tables = conn.execute(
+                text(
+                    "SELECT table_schema, table_name FROM information_schema.tables WHERE "
+                    "table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"
+                )
+            ).all()
+            for schema, table in tables:
+                rows = conn.execute(
+                    text(f'SELECT t::text FROM "{schema}"."{table}" AS t ORDER BY 1')
+                ).scalars()
+                digest.update(f"{schema}.{table}\n".encode())
+                for row in rows:
+                    digest.update(row.encode() + b"\n")
+    finally:
+        engine.dispose()
+    return digest.hexdigest()
+
+
 def assert_bombs_bounded(report: dict[str, Any], corpus: list[HostileEntry]) -> None:
     assert len(report["entries"]) == len(corpus)
     for line, kind, outcome, elapsed, error in report["entries"]:
@@ -405,8 +436,10 @@ def test_postgres_bombs_end_in_time_within_the_budget(
     pg_spider: Callable[[str], DatabaseRef],
 ) -> None:
     ref = pg_spider("concert_singer")
-    before = pg_checksum(ref)
+    # The rows of this database only: the run lasts long enough for other users of a shared
+    # server to create databases or roles, which pg_checksum also covers.
+    before = pg_rows_digest(ref)
     report = run_bombs(ref.url, DATA / "bombs_postgres.sql")
     assert_bombs_bounded(report, POSTGRES_BOMBS)
-    assert pg_checksum(ref) == before
+    assert pg_rows_digest(ref) == before
     assert execute_sql(ref, "SELECT count(*) FROM singer").rows == [(6,)]

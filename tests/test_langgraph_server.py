@@ -21,13 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import concert_db
 
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.graph.context import Agent
+from macsql.tools.scripted import ScriptedOpenAIServer
 
-pytestmark = pytest.mark.timeout(180)
+# A real `langgraph dev` server in a subprocess: seconds to start, so the whole module is slow.
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+CONCERT_DB = concert_db()
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 STARTUP_SECONDS = 60
 
@@ -152,13 +155,10 @@ WRONG_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
 FIXED_SQL = "SELECT count(*) FROM singer"
 
 
-def _responder(prompt: str) -> str:
-    """Decomposer: a query with a wrong column; Refiner: the fix."""
-    if prompt.startswith("You are the Refiner"):
-        return f"The column is misspelled.\n```sql\n{FIXED_SQL}\n```"
-    if prompt.startswith("You are the Decomposer"):
-        return f"SQL\n```sql\n{WRONG_SQL}\n```\nQuestion Solved."
-    raise AssertionError(f"unexpected prompt: {prompt[:80]!r}")
+_REPLIES = {  # Decomposer: a query with a wrong column; Refiner: the fix
+    Agent.DECOMPOSER: f"SQL\n```sql\n{WRONG_SQL}\n```\nQuestion Solved.",
+    Agent.REFINER: f"The column is misspelled.\n```sql\n{FIXED_SQL}\n```",
+}
 
 
 def test_every_configured_graph_is_served_with_a_description(client: Any) -> None:
@@ -229,12 +229,12 @@ def test_every_graph_has_studio_schemas(client: Any) -> None:
 def test_run_streams_updates_and_events_from_inside_the_refine_loop(
     client: Any, server_log: Path
 ) -> None:
-    with ScriptedOpenAIServer(_responder) as model_server:
+    with ScriptedOpenAIServer(_REPLIES) as model_server:
         parts = list(
             client.runs.stream(
                 None,
                 "macsql",
-                input={"question": "How many singers do we have?", "db": str(SPIDER_DB)},
+                input={"question": "How many singers do we have?", "db": str(CONCERT_DB)},
                 context=_context(model_server),
                 stream_mode=["updates", "custom"],
             )
@@ -280,10 +280,10 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
 
 def test_thread_run_output_and_human_review_through_the_server(client: Any) -> None:
     """A Studio user: a thread, `approve_sql` on, edit the SQL at the interrupt, then resume."""
-    with ScriptedOpenAIServer(_responder) as model_server:
+    with ScriptedOpenAIServer(_REPLIES) as model_server:
         thread = client.threads.create()
         context = _context(model_server, approve_sql=True)
-        run_input = {"question": "How many singers do we have?", "db": str(SPIDER_DB)}
+        run_input = {"question": "How many singers do we have?", "db": str(CONCERT_DB)}
         client.runs.wait(thread["thread_id"], "macsql", input=run_input, context=context)
 
         state = client.threads.get_state(thread["thread_id"])
@@ -406,7 +406,7 @@ def test_importing_and_building_every_graph_touches_no_network_or_database(
         "macsql.nodes.executor",
         "macsql.nodes.selector",
         "macsql.llm.models",
-        "macsql.llm.scripted",
+        "macsql.tools.scripted",
         "macsql.cli.main",
         "macsql.database.connection",
     ):

@@ -6,11 +6,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import BIRD, spider_db
+from conftest import concert_db
 
 from macsql.graph.macsql_graph import graph
 
-CONCERT = str(spider_db("concert_singer"))
+CONCERT = str(concert_db())
 
 
 def sql_reply(sql: str) -> str:
@@ -28,7 +28,7 @@ def test_first_try_success_goes_straight_to_the_end(scripted) -> None:
     out = run(context)
     assert out["status"] == "ok" and out["outcome"] == "ok"
     assert out["attempts"] == 1
-    assert out["rows"] == [["Tribal King"]] and out["columns"] == ["Name"]
+    assert out["rows"] == [["Teo Alvarez"]] and out["columns"] == ["Name"]
     assert out["selector_used"] is False
     assert len(model.prompts) == 1  # no Selector, no Refiner
     assert set(out["usage"]) == {"decomposer"}
@@ -49,6 +49,7 @@ def test_output_is_narrow(scripted) -> None:
         "selector_used",
         "selector_fallback",
         "usage",
+        "fallbacks",
     }
     assert "schema" not in out and "candidate_sql" not in out
 
@@ -97,11 +98,11 @@ def test_returned_sql_is_always_one_that_was_executed(scripted) -> None:
 
 
 def test_best_executed_attempt_is_kept(scripted) -> None:
-    # BIRD style: empty result triggers a refine; a later syntax error must not replace it.
+    # BIRD style: empty result triggers a refine; a later failing query must not replace it.
     _model, context = scripted(
         [
             sql_reply("SELECT Name FROM singer WHERE Age > 1000"),
-            "```sql\nSELEC Name FROM singer\n```",
+            "```sql\nSELECT Nme FROM singer\n```",
         ],
         max_try_times=2,
         dataset_style="bird",
@@ -143,7 +144,7 @@ def test_reply_without_sql_goes_to_the_refiner_as_an_error(scripted) -> None:
     )
     out = run(context)
     assert out["status"] == "ok" and out["attempts"] == 1
-    assert "no ```sql block" in model.prompts[1]
+    assert "held no SQL query" in model.prompts[1]
     assert "no_sql" in model.prompts[1]
 
 
@@ -152,7 +153,7 @@ def test_prose_only_model_fails_cleanly_without_a_prediction(scripted) -> None:
     out = run(context)
     assert out["status"] == "failed"
     assert out["sql"] == "" and out["attempts"] == 0
-    assert "no ```sql block" in out["error"]
+    assert "held no SQL query" in out["error"]
     assert len(model.prompts) == 3  # decomposer + 2 bounded refines
 
 
@@ -187,12 +188,12 @@ def test_selector_is_skipped_on_a_small_schema(scripted) -> None:
 
 
 @pytest.fixture(scope="module")
-def wide_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wide_db(tmp_path_factory: pytest.TempPathFactory, bird_dir: Path) -> Path:
     """BIRD's california_schools (89 columns), schema-only, with its descriptions beside it."""
     from macsql.evals.bird_schema import build_schema_only_layout
 
     root = build_schema_only_layout(
-        BIRD, tmp_path_factory.mktemp("bird"), db_ids=["california_schools"]
+        bird_dir, tmp_path_factory.mktemp("bird"), db_ids=["california_schools"]
     )
     return root / "dev_databases" / "california_schools" / "california_schools.sqlite"
 

@@ -19,8 +19,8 @@ from macsql.graph.context import Agent, Context
 from macsql.graph.macsql_graph import graph
 from macsql.llm.calls import call_model
 from macsql.llm.deadlines import cancel_scope
-from macsql.llm.scripted import ScriptedOpenAIServer, Silent, Trickle
 from macsql.llm.settings import ModelSettings
+from macsql.tools.scripted import ScriptedOpenAIServer, Silent, Trickle
 
 TIMEOUT = 1.0
 SLACK = 0.5 + 0.25  # the rule's half second, plus thread start-up on a loaded machine

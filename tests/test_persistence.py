@@ -8,17 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wrong_then_fixed
+from conftest import concert_db, wrong_then_fixed
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.graph.macsql_graph import builder
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
+from macsql.tools.scripted import ScriptedChatModel
 
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
-QUESTION = {"question": "How many singers do we have?", "db": str(SPIDER_DB)}
+CONCERT_DB = concert_db()
+QUESTION = {"question": "How many singers do we have?", "db": str(CONCERT_DB)}
 WRONG_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
 EDITED_SQL = "SELECT count(*) FROM singers"  # a person's edit, itself wrong: no such table
 FIXED_SQL = "SELECT count(*) FROM singer"
@@ -151,7 +151,7 @@ def test_review_edit_then_approve(model: ScriptedChatModel, checkpoints: Any) ->
     assert executed == [EDITED_SQL]
     assert [t["sql"] for t in last_values["tries"]] == [EDITED_SQL]
     assert "singers" in last_values["tries"][0]["error"]
-    assert EDITED_SQL in model.prompts[-1] and model.prompts[-1].startswith("You are the Refiner")
+    assert EDITED_SQL in model.prompts[-1] and model.agents[-1] == Agent.REFINER
     # ... and its SQL waits for approval in turn.
     assert question.value["sql"] == FIXED_SQL
     assert question.value["attempt"] == 2

@@ -1,5 +1,6 @@
-"""Each pipeline end to end through `macsql eval` (and `macsql ask`) on Spider, with the real
-langchain-openai client talking to a local scripted OpenAI-compatible server.
+"""Each pipeline end to end through `macsql eval` (and `macsql ask`) on a generated sample in
+Spider's layout, with the real langchain-openai client talking to a local scripted
+OpenAI-compatible server.
 
 The scripted model plays every agent. Where an agent writes SQL it answers with the gold SQL of
 the question it finds in the prompt, so every pipeline must reach 100% EX; where it reviews, it
@@ -10,34 +11,37 @@ agent are checked against the graphs' structure (the README's comparison table).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SPIDER, spider_eval_args
+from conftest import spider_eval_args, spider_sample
 
 from macsql.cli.main import main
-from macsql.llm.scripted import ScriptedOpenAIServer
+from macsql.graph.context import Agent
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 LIMIT = 20
 
-pytestmark = pytest.mark.skipif(
-    not (SPIDER / "dev.json").exists(), reason="the Spider data is not in /work/shared/data"
-)
+SAMPLE = spider_sample()  # 20 generated questions in Spider's layout: no download needed
 
 
 def _dev() -> list[dict[str, Any]]:
-    return json.loads((SPIDER / "dev.json").read_text())[:LIMIT]
+    return json.loads((SAMPLE / "dev.json").read_text())[:LIMIT]
 
 
 class SpiderResponder:
-    """Plausible replies for every agent of the three pipelines, keyed on our prompts' text."""
+    """Plausible replies for every agent of the three pipelines, chosen by the calling agent."""
 
-    def __init__(self) -> None:
-        self.gold = {item["question"]: item["query"] for item in _dev()}
+    def __init__(self, pipeline: str, dev: list[dict[str, Any]] | None = None) -> None:
+        dev = _dev() if dev is None else dev
+        self.gold = {item["question"]: item["query"] for item in dev}
         # SQLFixAgent's reviewer flags every other question, so the repair path is exercised.
-        self.flagged = {item["question"] for item in _dev()[::2]}
+        self.flagged = {item["question"] for item in dev[::2]}
         self.unknown: list[str] = []
+        # SQLFixAgent's SQLReviewer and R^3's reviewers share an agent; the pipeline tells which.
+        self.sqlfix = "sqlfix" in pipeline
 
     def question_in(self, prompt: str) -> str:
         """The dev question in the prompt's last [Question] line (a paraphrase contains it)."""
@@ -48,31 +52,37 @@ class SpiderResponder:
             raise LookupError(f"no dev question in {line!r}")
         return max(matches, key=len)
 
-    def __call__(self, prompt: str) -> str:
-        if "You are the Decomposer" in prompt or "You are the Refiner in a" in prompt:
-            return f"SQL\n```sql\n{self.gold[self.question_in(prompt)]}\n```\nQuestion Solved."
-        if "You are the SQL writer" in prompt:  # write, debug and revise: the gold SQL
-            return f"Plan: read the schema.\n```sql\n{self.gold[self.question_in(prompt)]}\n```"
-        if "You are a database administrator" in prompt:
-            question = self.question_in(prompt)
-            verdict = "error" if question in self.flagged else "pass"
-            return (
-                f'SELECT ... FROM ... explained.\n{{"verdict": "{verdict}", "reason": "checked"}}'
-            )
-        if "Reword a user's question" in prompt:
-            q = self.question_in(prompt)
-            wordings = [f"Put differently: {q}", f"In other words: {q}", f"Asked again: {q}"]
-            return json.dumps({"paraphrases": wordings})
-        if "You are the SQLRefiner" in prompt:
-            return '{"choice": 1, "explanation": "candidate 1 answers the question"}'
-        if "Choose 3 reviewers" in prompt:
-            return json.dumps({"reviewers": ["SQL engineer", "music analyst", "QA engineer"]})
-        if "that a colleague wrote for a user's question" in prompt:
-            return "The query answers the question."
-        if "You are the Selector" in prompt:
-            return "{}"
-        self.unknown.append(prompt[:120])
-        raise LookupError(f"unexpected prompt: {prompt[:120]!r}")
+    def by_agent(self) -> dict[str, Callable[[str], str]]:
+        return {
+            Agent.DECOMPOSER: self._solved,
+            Agent.REFINER: self._solved,
+            Agent.WRITER: self._planned,  # write, debug and revise: the gold SQL
+            Agent.REVIEWER: self._verdict if self.sqlfix else self._review,
+            Agent.QUERY_CRAFTER: self._paraphrases,
+            Agent.SQL_REFINER: lambda _p: '{"choice": 1, "explanation": "candidate 1 answers"}',
+            Agent.PERSONA: lambda _p: json.dumps(
+                {"reviewers": ["SQL engineer", "music analyst", "QA engineer"]}
+            ),
+            Agent.SELECTOR: lambda _p: "{}",
+        }
+
+    def _solved(self, prompt: str) -> str:
+        return f"SQL\n```sql\n{self.gold[self.question_in(prompt)]}\n```\nQuestion Solved."
+
+    def _planned(self, prompt: str) -> str:
+        return f"Plan: read the schema.\n```sql\n{self.gold[self.question_in(prompt)]}\n```"
+
+    def _verdict(self, prompt: str) -> str:
+        verdict = "error" if self.question_in(prompt) in self.flagged else "pass"
+        return f'SELECT ... FROM ... explained.\n{{"verdict": "{verdict}", "reason": "checked"}}'
+
+    def _review(self, _prompt: str) -> str:
+        return "The query answers the question."
+
+    def _paraphrases(self, prompt: str) -> str:
+        q = self.question_in(prompt)
+        wordings = [f"Put differently: {q}", f"In other words: {q}", f"Asked again: {q}"]
+        return json.dumps({"paraphrases": wordings})
 
 
 def _eval(
@@ -82,9 +92,9 @@ def _eval(
     *options: str,
     delay: float = 0.0,
 ) -> dict[str, Any]:
-    responder = SpiderResponder()
+    responder = SpiderResponder(pipeline)
     out = tmp_path / pipeline
-    with ScriptedOpenAIServer(responder, delay=delay) as server:
+    with ScriptedOpenAIServer(responder.by_agent(), delay=delay) as server:
         code = main(
             spider_eval_args(
                 out,
@@ -101,6 +111,7 @@ def _eval(
                 "--ves-iterations",
                 "0",
                 *options,
+                data_dir=SAMPLE,
             )
         )
         requests, peak = server.requests, server.peak_in_flight
@@ -117,6 +128,7 @@ def _eval(
     return {"calls": calls, "results": results, "printed": printed, "peak_in_flight": peak}
 
 
+@pytest.mark.slow
 def test_macsql_eval_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = _eval("macsql", tmp_path, capsys)
     assert run["calls"] == {"decomposer": LIMIT}  # gold SQL runs first time: no refine
@@ -139,6 +151,7 @@ def test_r3_eval_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert all(r["attempts"] == 1 for r in run["results"])
 
 
+@pytest.mark.slow
 def test_concurrency_caps_the_requests_of_fanned_out_reviewers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -162,12 +175,12 @@ def test_macsql_then_sqlfix_eval_end_to_end(
 def test_ask_runs_each_pipeline(
     pipeline: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    db = SPIDER / "database" / "concert_singer" / "concert_singer.sqlite"
-    with ScriptedOpenAIServer(SpiderResponder()) as server:
+    db = SAMPLE / "database" / "concert_singer" / "concert_singer.sqlite"
+    with ScriptedOpenAIServer(SpiderResponder(pipeline).by_agent()) as server:
         code = main(
             [
                 "ask",
-                "How many singers do we have?",
+                "How many singers are there?",
                 "--db",
                 str(db),
                 "--pipeline",

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SPIDER, spider_db
+from conftest import SPIDER, concert_db, spider_db
 from pg_support import PG_SPIDER_DATABASES, pg_checksum, writable_engine
 from sqlalchemy import text
 
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import check_statement
-from macsql.database.postgres_loader import (
+from macsql.tools.postgres_loader import (
     MARKER_PREFIX,
     ColumnStats,
     LoaderError,
@@ -89,7 +89,7 @@ def test_main_load_without_a_server_url_is_a_usage_error(
 
 def test_loader_refuses_a_url_that_is_not_postgres(tmp_path: Path) -> None:
     with pytest.raises(LoaderError, match="not a PostgreSQL URL"):
-        copy_sqlite_to_postgres(spider_db("pets_1"), "sqlite:///x.db")
+        copy_sqlite_to_postgres(concert_db(), "sqlite:///x.db")
     with pytest.raises(LoaderError, match="not found"):
         copy_sqlite_to_postgres(tmp_path / "missing.sqlite", "postgresql://u@h/postgres")
 
@@ -207,6 +207,7 @@ def sqlite_only_reason(query: str, error: str) -> str | None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_spider_gold_on_postgres_passes_the_guard_and_runs_where_valid(
     pg_spider: Callable[[str], DatabaseRef],
@@ -389,6 +390,7 @@ def test_loader_is_idempotent_and_reloads_a_changed_file(pg_scratch: str, tmp_pa
 
 
 @pytest.mark.postgres
+@pytest.mark.needs_data("spider")
 def test_loader_never_drops_a_database_it_did_not_create(pg_scratch: str) -> None:
     engine = writable_engine(pg_scratch)
     try:
@@ -433,6 +435,7 @@ def test_checksum_sees_a_change(pg_scratch: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.needs_data("spider")
 def test_main_load_command(pg_admin_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main_load(["--admin-url", pg_admin_url, "--spider-dir", str(SPIDER), "pets_1"]) == 0
     assert "pets_1" in capsys.readouterr().out

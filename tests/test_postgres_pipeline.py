@@ -11,9 +11,10 @@ from conftest import spider_db, spider_eval_args
 
 from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.relation_inventory import clear_inventories
 from macsql.database.schema import build_schema
-from macsql.llm.scripted import ScriptedOpenAIServer
 from macsql.nodes.schema_render import render_foreign_keys
+from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.postgres
 
@@ -37,6 +38,7 @@ def test_ask_on_postgres_with_a_refine(
     pg_spider: Callable[[str], DatabaseRef], capsys: pytest.CaptureFixture[str]
 ) -> None:
     ref = pg_spider("concert_singer")
+    clear_inventories()  # the superuser warning is given once per process
     replies = [
         # SQLite habits fail on PostgreSQL: the Refiner sees the server's message.
         '```sql\nSELECT name FROM singer WHERE country = "France"\n```',
@@ -59,9 +61,13 @@ def test_ask_on_postgres_with_a_refine(
             ]
         )
         decomposer_prompt, refiner_prompt = server.prompts
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert code == 0, out
     assert out["attempts"] == 2
+    # the CI role is a superuser: said once, on stderr, with the fix
+    assert captured.err.count("as the superuser role") == 1
+    assert "--grant-select-to ROLE" in captured.err
     sqlite = sqlite3.connect(spider_db("concert_singer"))
     expected = sqlite.execute("SELECT name FROM singer WHERE country = 'France' ORDER BY name")
     assert out["rows"] == [list(row) for row in expected.fetchall()]
@@ -72,14 +78,19 @@ def test_ask_on_postgres_with_a_refine(
     assert "UndefinedColumn" in refiner_prompt
 
 
-def test_eval_gold_on_postgres(pg_admin_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.slow
+@pytest.mark.needs_data("spider")
+def test_eval_gold_on_postgres(
+    pg_admin_url: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    from macsql.tools.postgres_loader import database_url
 
-    from macsql.database.postgres_loader import database_url
-
+    clear_inventories()
     url = database_url(pg_admin_url, "DBID").replace("DBID", "{db_id}")
     out = tmp_path / "pg-gold"
     code = main(spider_eval_args(out, "--gold", "--db-url", url))
     assert code == 0
+    assert capsys.readouterr().err.count("as the superuser role") == 1
     summary = json.loads((out / "summary.json").read_text())
     # Every gold query that is valid PostgreSQL scores; SQLite-only gold is a dataset error.
     assert summary["n_scored"] >= 150

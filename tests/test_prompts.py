@@ -24,6 +24,8 @@ def _dev_texts() -> list[str]:
     return [_normalise(t) for t in texts if len(t) > 25]
 
 
+@pytest.mark.slow
+@pytest.mark.needs_data("spider", "bird")
 def test_no_dev_question_or_sql_appears_in_any_prompt() -> None:
     prompts = {name: _normalise(load_prompt(name).template) for name in prompt_names()}
     assert len(prompts) >= 4
@@ -34,6 +36,8 @@ def test_no_dev_question_or_sql_appears_in_any_prompt() -> None:
         assert not leaked, f"{name} quotes evaluation items: {leaked[:3]}"
 
 
+@pytest.mark.slow
+@pytest.mark.needs_data("spider", "bird")
 def test_demonstration_lines_are_not_dev_items() -> None:
     dev = set(_dev_texts())
     for name in prompt_names():

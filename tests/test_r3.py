@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SPIDER
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.memory import InMemorySaver
 
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.graph.r3_graph import builder as r3_builder
 from macsql.graph.registry import get_pipeline
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
 from macsql.nodes.lexical_similarity import BM25Index
 from macsql.nodes.r3_kshot import (
     FewShotSelector,
@@ -28,16 +28,23 @@ from macsql.nodes.r3_kshot import (
     unregister_embeddings,
 )
 from macsql.nodes.r3_writer import normalise_sql, same_sql, truncate_history
+from macsql.prompts import load_prompt
+from macsql.tools.scripted import ScriptedChatModel
 
-TRAIN = Path("/work/shared/data/spider/train_spider.json")
+TRAIN = SPIDER / "train_spider.json"
 QUESTION = "List the names of singers from France, youngest first."
 GOOD_SQL = "SELECT name FROM singer WHERE country = 'France' ORDER BY age"
 
-WRITER = "You are the SQL writer in a team"
-DEBUG = "Your query could not be used when it was executed"
-REVISE = "reviewers commented on the query and its result"
-PERSONA = "Choose 3 reviewers"
-REVIEWER = "that a colleague wrote for a user's question"
+
+def opening(template: str) -> str:
+    """The literal start of a prompt template: its first line, up to any placeholder."""
+    return load_prompt(template).template.split("$", 1)[0].splitlines()[0]
+
+
+# The writer's three steps share an agent; the newest message of its history says which it is.
+WRITER = opening("r3_writer")
+DEBUG = opening("r3_writer_debug")
+REVISE = opening("r3_writer_revise")
 
 PERSONAS = [
     "database engineer who checks joins and keys",
@@ -67,31 +74,31 @@ def fenced(sql: str, before: str = "Thinking it through.") -> str:
 
 
 class Script:
-    """Dispatches on the prompt (for the writer: on its newest message) and records prompts."""
+    """Answers by the calling agent (the writer: by its step) and records prompts per step."""
 
     def __init__(self, **handlers: Callable[[str], str] | str) -> None:
         self.handlers = handlers
         self.prompts: dict[str, list[str]] = {}
 
-    def agent_of(self, prompt: str) -> str:
-        if WRITER in prompt:  # the newest message of the history says what is asked
-            last = max(
-                ("writer", 0),
-                ("debug", prompt.rfind(DEBUG)),
-                ("revise", prompt.rfind(REVISE)),
-                key=lambda x: x[1],
-            )
-            return last[0]
-        if PERSONA in prompt:
-            return "persona"
-        if REVIEWER in prompt:
-            return "reviewer"
-        raise AssertionError(f"unexpected prompt: {prompt[:200]}")
+    def by_agent(self) -> dict[str, Callable[[str], str]]:
+        return {
+            Agent.WRITER: lambda prompt: self._answer(self._writer_step(prompt), prompt),
+            Agent.PERSONA: lambda prompt: self._answer("persona", prompt),
+            Agent.REVIEWER: lambda prompt: self._answer("reviewer", prompt),
+        }
 
-    def __call__(self, prompt: str) -> str:
-        agent = self.agent_of(prompt)
-        self.prompts.setdefault(agent, []).append(prompt)
-        handler = self.handlers[agent]
+    @staticmethod
+    def _writer_step(prompt: str) -> str:
+        return max(
+            ("writer", 0),
+            ("debug", prompt.rfind(DEBUG)),
+            ("revise", prompt.rfind(REVISE)),
+            key=lambda x: x[1],
+        )[0]
+
+    def _answer(self, step: str, prompt: str) -> str:
+        self.prompts.setdefault(step, []).append(prompt)
+        handler = self.handlers[step]
         return handler(prompt) if callable(handler) else handler
 
 
@@ -105,7 +112,7 @@ def run(
     """Run r3; its output, final state, the compiled graph and the config (for history)."""
     graph = r3_builder.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
-    with registered_chat_model("scripted:r3", ScriptedChatModel(responder=script)):
+    with registered_chat_model("scripted:r3", ScriptedChatModel(responder=script.by_agent())):
         out = graph.invoke(
             {"question": QUESTION, "db": db},
             config,
@@ -232,6 +239,7 @@ def test_missing_personas_are_filled_and_recorded(db: str) -> None:
     out, state, _, _ = run(db, script)
     assert len(out["personas"]) == 3 and out["personas"][0] == PERSONAS[0]
     assert "1 of 3" in state["persona_fallback"] and len(script.prompts["reviewer"]) == 3
+    assert [(f["agent"], f["kind"]) for f in out["fallbacks"]] == [("persona", "unreadable_reply")]
 
 
 def test_program_of_thoughts_asks_for_python_before_sql(db: str) -> None:
@@ -251,6 +259,7 @@ def test_program_of_thoughts_asks_for_python_before_sql(db: str) -> None:
     assert "```python" not in script.prompts["writer"][0]
 
 
+@pytest.mark.needs_data("spider")
 def test_kshot_returns_the_most_similar_training_questions() -> None:
     pool = load_pool(TRAIN)
     assert len(pool) == 7000 and pool[0].sql == "SELECT count(*) FROM head WHERE age > 56"
@@ -270,6 +279,7 @@ def test_kshot_returns_the_most_similar_training_questions() -> None:
     assert all(c.question != asked for c in selector.select(asked, 5))
 
 
+@pytest.mark.needs_data("spider")
 def test_kshot_examples_reach_the_writer_prompt(db: str) -> None:
     script = Script(
         writer=fenced(GOOD_SQL), persona=persona_reply(), reviewer="ok", revise=fenced(GOOD_SQL)
@@ -370,7 +380,7 @@ def test_r3_is_registered_and_runs_through_the_registry(db: str) -> None:
     script = Script(
         writer=fenced(GOOD_SQL), persona=persona_reply(), reviewer="ok", revise=fenced(GOOD_SQL)
     )
-    with registered_chat_model("scripted:r3reg", ScriptedChatModel(responder=script)):
+    with registered_chat_model("scripted:r3reg", ScriptedChatModel(responder=script.by_agent())):
         out = get_pipeline("r3").invoke(
             {"question": QUESTION, "db": db},
             context=Context(model="scripted:r3reg", dataset_style="spider"),
@@ -385,7 +395,7 @@ def test_a_second_question_in_the_same_thread_starts_afresh(db: str) -> None:
     )
     graph = r3_builder.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "same"}}
-    with registered_chat_model("scripted:r3again", ScriptedChatModel(responder=script)):
+    with registered_chat_model("scripted:r3again", ScriptedChatModel(responder=script.by_agent())):
         context = Context(model="scripted:r3again", dataset_style="spider")
         for _ in range(2):
             out = graph.invoke({"question": QUESTION, "db": db}, config, context=context)

@@ -3,7 +3,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from conftest import BIRD, spider_db
+from conftest import concert_db
 
 from macsql.database.connection import resolve_database
 from macsql.database.schema import (
@@ -20,7 +20,7 @@ from macsql.nodes.schema_selection import apply_selection
 
 
 def test_spider_schema_has_types_keys_and_examples() -> None:
-    schema = build_schema(resolve_database(str(spider_db("concert_singer"))))
+    schema = build_schema(resolve_database(str(concert_db())))
     singer = schema.table("singer")
     assert singer is not None
     assert singer.column("Singer_ID").primary_key
@@ -47,7 +47,7 @@ def test_example_rules_follow_mac_sql() -> None:
 
 
 def test_selection_keeps_keys_and_drops_foreign_key_lines() -> None:
-    schema = build_schema(resolve_database(str(spider_db("concert_singer"))))
+    schema = build_schema(resolve_database(str(concert_db())))
     result = apply_selection(
         schema,
         {"singer": ["Name"], "stadium": "drop_all", "concert": "keep_all", "nope": "keep_all"},
@@ -68,7 +68,7 @@ def test_selection_dropping_everything_is_not_applied() -> None:
     assert result.schema is schema
 
 
-def test_bird_descriptions_are_loaded_beside_the_database(tmp_path: Path) -> None:
+def test_bird_descriptions_are_loaded_beside_the_database(tmp_path: Path, bird_dir: Path) -> None:
     db_dir = tmp_path / "california_schools"
     db_dir.mkdir()
     conn = sqlite3.connect(db_dir / "california_schools.sqlite")
@@ -77,7 +77,7 @@ def test_bird_descriptions_are_loaded_beside_the_database(tmp_path: Path) -> Non
     conn.commit()
     conn.close()
     shutil.copytree(
-        BIRD / "dev_databases" / "california_schools" / "database_description",
+        bird_dir / "dev_databases" / "california_schools" / "database_description",
         db_dir / "database_description",
     )
     schema = build_schema(resolve_database(str(db_dir / "california_schools.sqlite")))

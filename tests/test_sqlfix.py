@@ -13,11 +13,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.graph.registry import get_pipeline, pipeline_names
 from macsql.graph.sqlfix_graph import builder as sqlfix_builder
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
 from macsql.nodes.sqlfix_memory import (
     REPAIR_NAMESPACE,
     all_repairs,
@@ -26,6 +25,7 @@ from macsql.nodes.sqlfix_memory import (
 )
 from macsql.nodes.sqlfix_query_crafter import parse_paraphrases
 from macsql.nodes.sqlfix_reviewer import parse_verdict
+from macsql.tools.scripted import ScriptedChatModel
 
 QUESTION = "List the names of singers from France, youngest first."
 GOOD_SQL = "SELECT name FROM singer WHERE country = 'France' ORDER BY age"
@@ -36,13 +36,15 @@ PARAPHRASES = [
     "Name every singer from France, ordered from youngest to oldest.",
 ]
 
-# Markers of each agent's prompt (our prompts' own sentences).
-REVIEWER = "You are a database administrator"
-CRAFTER = "Reword a user's question"
-REFINER = "You are the SQLRefiner"
-DECOMPOSER = "You are the Decomposer"
-SQL_TOOL = "Write one SQLite query that answers the question below"
-MACSQL_REFINER = "You are the Refiner in a text-to-SQL team"
+# The name each test's script gives an agent.
+AGENTS = {
+    "reviewer": Agent.REVIEWER,
+    "crafter": Agent.QUERY_CRAFTER,
+    "refiner": Agent.SQL_REFINER,
+    "decomposer": Agent.DECOMPOSER,
+    "sql_tool": Agent.SQL_TOOL,
+    "macsql_refiner": Agent.REFINER,
+}
 
 
 @pytest.fixture()
@@ -74,26 +76,22 @@ def asked_question(prompt: str) -> str:
 
 
 class Script:
-    """A responder that dispatches on the agent's prompt and records each agent's prompts."""
+    """A responder that answers by the calling agent and records each agent's prompts."""
 
     def __init__(self, **handlers: Callable[[str], str] | str) -> None:
         self.handlers = handlers
         self.prompts: dict[str, list[str]] = {}
 
-    def __call__(self, prompt: str) -> str:
-        for agent, marker in (
-            ("reviewer", REVIEWER),
-            ("crafter", CRAFTER),
-            ("refiner", REFINER),
-            ("decomposer", DECOMPOSER),
-            ("sql_tool", SQL_TOOL),
-            ("macsql_refiner", MACSQL_REFINER),
-        ):
-            if marker in prompt:
-                self.prompts.setdefault(agent, []).append(prompt)
-                handler = self.handlers[agent]
-                return handler(prompt) if callable(handler) else handler
-        raise AssertionError(f"unexpected prompt: {prompt[:200]}")
+    def by_agent(self) -> dict[str, Callable[[str], str]]:
+        return {agent: self._answerer(name) for name, agent in AGENTS.items()}
+
+    def _answerer(self, name: str) -> Callable[[str], str]:
+        def answer(prompt: str) -> str:
+            self.prompts.setdefault(name, []).append(prompt)
+            handler = self.handlers[name]
+            return handler(prompt) if callable(handler) else handler
+
+        return answer
 
 
 def run(
@@ -110,7 +108,7 @@ def run(
     if sql is not None:
         payload["sql"] = sql
     config = {"configurable": {"thread_id": "t"}}
-    model = ScriptedChatModel(responder=script)
+    model = ScriptedChatModel(responder=script.by_agent())
     with registered_chat_model("scripted:sqlfix", model):
         out = graph.invoke(
             payload,
@@ -152,7 +150,7 @@ def test_sql_tool_writes_the_sql_when_none_is_given(db: str) -> None:
 
     # Any model can be the SQLTool; it gets the plain text-to-SQL prompt.
     script = Script(sql_tool=f"```sql\n{GOOD_SQL}\n```", reviewer=verdict("pass"))
-    with registered_chat_model("scripted:tool", ScriptedChatModel(responder=script)):
+    with registered_chat_model("scripted:tool", ScriptedChatModel(responder=script.by_agent())):
         out, _ = run(db, script, sql_generator="scripted:tool")
     assert out["sql"] == GOOD_SQL
     assert out["usage"]["sql_tool"]["calls"] == 1 and "decomposer" not in out["usage"]
@@ -382,7 +380,7 @@ def test_sqlfix_runs_as_a_repair_stage_after_macsql(db: str) -> None:
         refiner=f'{{"choice": 0, "explanation": "sort"}}\n```sql\n{GOOD_SQL}\n```',
     )
     graph = get_pipeline("macsql+sqlfix")
-    with registered_chat_model("scripted:stage", ScriptedChatModel(responder=script)):
+    with registered_chat_model("scripted:stage", ScriptedChatModel(responder=script.by_agent())):
         out = graph.invoke(
             {"question": QUESTION, "db": db},
             context=Context(model="scripted:stage", dataset_style="spider"),
@@ -400,7 +398,7 @@ def test_sqlfix_runs_as_a_repair_stage_after_macsql(db: str) -> None:
 def test_stage_ends_when_macsql_wrote_no_sql(db: str) -> None:
     script = Script(decomposer="I cannot answer that.", macsql_refiner="Nor can I.")
     graph = get_pipeline("macsql+sqlfix")
-    with registered_chat_model("scripted:stage2", ScriptedChatModel(responder=script)):
+    with registered_chat_model("scripted:stage2", ScriptedChatModel(responder=script.by_agent())):
         out = graph.invoke(
             {"question": QUESTION, "db": db},
             context=Context(model="scripted:stage2", dataset_style="spider", max_try_times=1),

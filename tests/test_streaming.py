@@ -11,14 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import concert_db
 
 from macsql.cli.main import main
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.graph.macsql_graph import graph
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel, ScriptedOpenAIServer
+from macsql.tools.scripted import ScriptedChatModel, ScriptedOpenAIServer
 
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+CONCERT_DB = concert_db()
 WIDE_TABLES = ("customer", "product", "orders", "warehouse")
 COLUMNS_PER_TABLE = 12  # 4 x 12 = 48 columns, 12 per table: MAC-SQL runs the Selector
 
@@ -58,19 +59,16 @@ def wide_db(tmp_path: Path) -> Path:
     return path
 
 
-def _responder(prompt: str) -> str:
-    if prompt.startswith("You are the Selector"):
-        return "```json\n" + json.dumps(SELECTION) + "\n```"
-    if prompt.startswith("You are the Decomposer"):
-        return f"Sub question 1: the names\nSQL\n```sql\n{WRONG_SQL}\n```\nQuestion Solved."
-    if prompt.startswith("You are the Refiner"):
-        return f"customer_nme does not exist.\n```sql\n{FIXED_SQL}\n```"
-    raise AssertionError(f"unexpected prompt {prompt[:60]!r}")
+_REPLIES = {
+    Agent.SELECTOR: "```json\n" + json.dumps(SELECTION) + "\n```",
+    Agent.DECOMPOSER: f"Sub question 1: the names\nSQL\n```sql\n{WRONG_SQL}\n```\nQuestion Solved.",
+    Agent.REFINER: f"customer_nme does not exist.\n```sql\n{FIXED_SQL}\n```",
+}
 
 
 @pytest.fixture
 def scripted() -> Iterator[str]:
-    with registered_chat_model("scripted-streaming-test", ScriptedChatModel(responder=_responder)):
+    with registered_chat_model("scripted-streaming-test", ScriptedChatModel(responder=_REPLIES)):
         yield "scripted-streaming-test"
 
 
@@ -127,11 +125,11 @@ def test_custom_stream_reports_every_agent(wide_db: Path, scripted: str) -> None
 
 def test_selector_fallback_event_names_the_tables_kept(wide_db: Path) -> None:
     model = ScriptedChatModel(
-        responder=lambda p: (
-            "I cannot decide."
-            if p.startswith("You are the Selector")
-            else f"```sql\n{FIXED_SQL}\n```"
-        )
+        responder={
+            Agent.SELECTOR: "I cannot decide.",
+            Agent.DECOMPOSER: f"```sql\n{FIXED_SQL}\n```",
+            Agent.REFINER: f"```sql\n{FIXED_SQL}\n```",
+        }
     )
     with registered_chat_model("scripted-fallback-test", model):
         events = list(
@@ -146,10 +144,10 @@ def test_selector_fallback_event_names_the_tables_kept(wide_db: Path) -> None:
     assert fallback["selected_tables"] == sorted(WIDE_TABLES)
 
 
-def _spider_responder(prompt: str) -> str:
-    if prompt.startswith("You are the Refiner"):
-        return "Fixed the column name.\n```sql\nSELECT count(*) FROM singer\n```"
-    return "Count the singers.\n```sql\nSELECT count(*) FROM singer WHERE nme = 1\n```"
+_SPIDER_REPLIES = {
+    Agent.DECOMPOSER: "Count the singers.\n```sql\nSELECT count(*) FROM singer WHERE nme = 1\n```",
+    Agent.REFINER: "Fixed the column name.\n```sql\nSELECT count(*) FROM singer\n```",
+}
 
 
 def _ask_args(url: str, *extra: str) -> list[str]:
@@ -157,7 +155,7 @@ def _ask_args(url: str, *extra: str) -> list[str]:
         "ask",
         "How many singers do we have?",
         "--db",
-        str(SPIDER_DB),
+        str(CONCERT_DB),
         "--base-url",
         url,
         "--api-key",
@@ -171,7 +169,7 @@ def _ask_args(url: str, *extra: str) -> list[str]:
 
 
 def test_ask_stream_prints_events_and_model_tokens(capsys: pytest.CaptureFixture[str]) -> None:
-    with ScriptedOpenAIServer(_spider_responder) as server:
+    with ScriptedOpenAIServer(_SPIDER_REPLIES) as server:
         code = main(_ask_args(server.base_url, "--stream"))
         bodies = list(server.bodies)
     out = capsys.readouterr().out
@@ -186,7 +184,10 @@ def test_ask_stream_prints_events_and_model_tokens(capsys: pytest.CaptureFixture
     tokens = line_of("Count the singers.")
     assert lines[tokens + 2] == "SELECT count(*) FROM singer WHERE nme = 1"
     decomposer_start = line_of("[decomposer] start")
-    first_try = line_of("[executor] start: attempt=1, sql=SELECT count(*) FROM singer WHERE nme")
+    # The SQL was in the streamed reply: no event prints it again.
+    first_try = line_of("[executor] start: attempt=1")
+    assert "sql=" not in lines[first_try] and "sql=" not in lines[line_of("[decomposer] done")]
+    assert out.count("SELECT count(*) FROM singer WHERE nme = 1") == 1
     failed = line_of("[executor] done: attempt=1, outcome=unknown_table_or_column")
     refine = line_of("[refiner] start: attempt=1")
     refined_tokens = line_of("Fixed the column name.")
@@ -199,7 +200,7 @@ def test_ask_stream_prints_events_and_model_tokens(capsys: pytest.CaptureFixture
 def test_ask_stream_with_json_keeps_stdout_one_json_object(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with ScriptedOpenAIServer(_spider_responder) as server:
+    with ScriptedOpenAIServer(_SPIDER_REPLIES) as server:
         code = main(_ask_args(server.base_url, "--stream", "--json"))
     captured = capsys.readouterr()
     assert code == 0
@@ -209,15 +210,15 @@ def test_ask_stream_with_json_keeps_stdout_one_json_object(
     assert "[executor] done: attempt=2, outcome=ok" in captured.err
 
 
+@pytest.mark.slow
 def test_ask_stream_prints_live_before_the_run_ends() -> None:
     """In a real process with a pipe: progress arrives while a slow model call is pending."""
 
-    def slow_refiner(prompt: str) -> str:
-        if prompt.startswith("You are the Refiner"):
-            time.sleep(2.0)
-        return _spider_responder(prompt)
+    def slow_refiner(_prompt: str) -> str:
+        time.sleep(2.0)
+        return _SPIDER_REPLIES[Agent.REFINER]
 
-    with ScriptedOpenAIServer(slow_refiner) as server:
+    with ScriptedOpenAIServer({**_SPIDER_REPLIES, Agent.REFINER: slow_refiner}) as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "macsql.cli.main", *_ask_args(server.base_url, "--stream")],
             stdout=subprocess.PIPE,

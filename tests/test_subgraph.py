@@ -11,19 +11,19 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import wrong_then_fixed
+from conftest import concert_db, wrong_then_fixed
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from macsql.graph.context import Context
+from macsql.graph.context import Agent, Context
 from macsql.graph.state import MacSqlInput, MacSqlOutput
 from macsql.llm.models import registered_chat_model
-from macsql.llm.scripted import ScriptedChatModel
+from macsql.tools.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[1]
-SPIDER_DB = Path("/work/shared/data/spider/database/concert_singer/concert_singer.sqlite")
+CONCERT_DB = concert_db()
 WRONG_SQL = "SELECT count(*) FROM singer WHERE singer_nme IS NOT NULL"
 FIXED_SQL = "SELECT count(*) FROM singer"
 MODEL_NAME = "scripted-subgraph-test"
@@ -62,7 +62,7 @@ def _context(**changes: Any) -> Context:
 
 
 def _turn(question: str) -> dict[str, Any]:
-    return {"messages": [HumanMessage(question)], "db": str(SPIDER_DB)}
+    return {"messages": [HumanMessage(question)], "db": str(CONCERT_DB)}
 
 
 BUILDERS = {"direct": "direct_builder", "wrapper": "wrapper_builder"}
@@ -132,7 +132,7 @@ def test_wrapper_maps_last_message_in_and_only_output_back(model: ScriptedChatMo
     history = [HumanMessage("hello"), AIMessage("Hi! Ask me about the concert database.")]
     question = HumanMessage("How many singers do we have?")
     result = assistant.invoke(
-        {"messages": [*history, question], "db": str(SPIDER_DB)},
+        {"messages": [*history, question], "db": str(CONCERT_DB)},
         config,
         context=_context(),
     )
@@ -186,7 +186,7 @@ def test_runtime_context_reaches_macsql(way: str, model: ScriptedChatModel) -> N
     assistant.invoke(_turn("How many singers?"), config, context=_context(max_try_times=1))
     # One try only: the failed SQL is not refined.
     assert len(model.prompts) == 1
-    assert model.prompts[0].startswith("You are the Decomposer")
+    assert model.agents[0] == Agent.DECOMPOSER
     values = assistant.get_state(config).values
     assert values["usage"] == {"decomposer": values["usage"]["decomposer"]}
     assert "could not answer" in values["messages"][-1].content

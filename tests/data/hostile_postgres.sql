@@ -357,3 +357,53 @@ SELECT 'unterminated
 \copy singer TO '/tmp/macsql_copy.csv'
 -- @@ empty | only a comment
 -- DROP TABLE singer
+-- @@ forbidden_function | index maintenance: summarize new BRIN ranges (writes index pages in READ ONLY)
+SELECT brin_summarize_new_values('singer_pkey')
+-- @@ forbidden_function | index maintenance: summarize one BRIN range
+SELECT brin_summarize_range('singer_pkey', 0)
+-- @@ forbidden_function | index maintenance: desummarize a BRIN range
+SELECT brin_desummarize_range('singer_pkey', 0)
+-- @@ forbidden_function | index maintenance: flush a GIN pending list
+SELECT gin_clean_pending_list('singer_pkey')
+-- @@ forbidden_function | index maintenance hidden in WHERE
+SELECT name FROM singer WHERE brin_summarize_new_values('singer_pkey') >= 0
+-- @@ forbidden_function | crosstab runs SQL given as text
+SELECT * FROM crosstab('SELECT pg_terminate_backend(pid), 1, 1 FROM pg_stat_activity') AS t(a bool, b int)
+-- @@ forbidden_function | crosstab with a category query
+SELECT * FROM crosstab('SELECT 1, 1, 1', 'SELECT 1') AS t(a int, b int)
+-- @@ forbidden_function | connectby runs SQL on a named table
+SELECT * FROM connectby('singer', 'singer_id', 'age', '1', 0) AS t(a text, b text, c int)
+-- @@ forbidden_function | xpath_table runs SQL built from its arguments
+SELECT * FROM xpath_table('singer_id', 'name', 'singer; SELECT pg_terminate_backend(1)', '/a', 'true') AS t(k text, a text)
+-- @@ forbidden_function | crosstab inside a LATERAL join
+SELECT s.name FROM singer AS s, LATERAL crosstab('SELECT 1, 1, 1') AS t(a int, b int)
+-- @@ forbidden_function | a schema-qualified user function shadowing a built-in
+SELECT public.lower(name) FROM singer
+-- @@ forbidden_function | reads a server setting
+SELECT current_setting('data_directory')
+-- @@ forbidden_function | a sequence read
+SELECT currval('singer_singer_id_seq')
+-- @@ forbidden_relation | password hashes
+SELECT rolname, rolpassword FROM pg_authid
+-- @@ forbidden_relation | password hashes, qualified
+SELECT * FROM pg_catalog.pg_authid
+-- @@ forbidden_relation | pg_hba.conf through a view
+SELECT * FROM pg_hba_file_rules
+-- @@ forbidden_relation | postgresql.conf through a view
+SELECT * FROM pg_file_settings
+-- @@ forbidden_relation | pg_shadow
+SELECT usename, passwd FROM pg_shadow
+-- @@ forbidden_relation | other sessions' queries
+SELECT pid, query FROM pg_stat_activity
+-- @@ forbidden_relation | a catalog in a subquery
+SELECT name FROM singer WHERE name IN (SELECT rolname FROM pg_roles)
+-- @@ forbidden_relation | a CTE that reads the catalog it shadows
+WITH pg_authid AS (SELECT * FROM pg_authid) SELECT * FROM pg_authid
+-- @@ forbidden_relation | a quoted CTE name does not shadow the catalog
+WITH "PG_AUTHID" AS (SELECT 1) SELECT * FROM pg_authid
+-- @@ forbidden_relation | privileges through information_schema
+SELECT * FROM information_schema.role_table_grants
+-- @@ forbidden_relation | a three-part name into another database
+SELECT * FROM postgres.pg_catalog.pg_authid
+-- @@ forbidden_relation | the TOAST schema
+SELECT * FROM pg_toast.pg_toast_1262

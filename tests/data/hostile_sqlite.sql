@@ -259,3 +259,25 @@ SELECT 1 UNION DELETE FROM singer
 ) DELETE FROM singer
 -- @@ syntax | a parameter marker first
 ? DELETE FROM singer
+-- @@ forbidden_function | writes to the error log
+SELECT sqlite_log(1, 'macsql')
+-- @@ forbidden_function | FTS5 internals
+SELECT fts5(NULL)
+-- @@ forbidden_function | an R*Tree check reads shadow tables
+SELECT rtreecheck('singer')
+-- @@ forbidden_function | a pragma as a table-valued function
+SELECT * FROM pragma_database_list()
+-- @@ forbidden_function | another pragma function
+SELECT name FROM pragma_table_info('singer') WHERE pk
+-- @@ forbidden_relation | the temp schema's catalog
+SELECT * FROM sqlite_temp_master
+-- @@ forbidden_relation | the temp schema, qualified
+SELECT * FROM temp.sqlite_master
+-- @@ forbidden_relation | statistics tables
+SELECT * FROM sqlite_stat1
+-- @@ forbidden_relation | a user table's name in the temp schema
+SELECT * FROM temp.singer
+-- @@ forbidden_relation | raw database pages (an eponymous virtual table)
+SELECT * FROM sqlite_dbpage
+-- @@ forbidden_relation | page statistics
+SELECT name, pgsize FROM dbstat

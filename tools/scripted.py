@@ -7,19 +7,34 @@
   runs end to end.
 
 Both take a *responder*: a list of replies used in order, or a function from the prompt text to
-a reply. A reply that is an `int` (for the server) is sent as that HTTP error status. The server
-also injects faults, to test that a call is bounded whatever the server does: a `Trickle` reply
-sends its answer one byte at a time, slowly; a `Silent` reply accepts the request and never
-answers.
+a reply. A reply is the answer's text; a `dict` (an answer in a schema's fields, sent as tool-call
+arguments or `response_format` content to a structured request, and as JSON text otherwise); a
+`ScriptedReply` (text with a reasoning model's `reasoning_content`, or a `finish_reason` such as
+`"length"`); an `int` (for the server), sent as that HTTP error status; or an exception.
+
+The server speaks the parts of the API that real models' replies exercise: tool calls and
+`response_format` (or, with `reject_structured=True`, the HTTP 400 of servers that support
+neither), `reasoning_content` beside the answer, and `finish_reason`, streaming and not.
+
+A responder may also be a mapping from an agent's name (`Agent` values: "decomposer",
+"refiner", ...) to one of those or to a fixed reply. A mapping answers each call by the agent
+that made it, which `call_model` names in the run's metadata (in-process) and in the
+`X-Macsql-Agent` header (over HTTP), so a test's script does not depend on the wording of any
+prompt.
+
+The server also injects faults, to test that a call is bounded whatever the server does: a
+`Trickle` reply sends its answer one byte at a time, slowly; a `Silent` reply accepts the request
+and never answers.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,6 +45,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
+
+from macsql.llm.calls import AGENT_HEADER, AGENT_METADATA_KEY
 
 
 @dataclass(frozen=True)
@@ -47,8 +64,30 @@ class Silent:
     seconds: float = 3600.0
 
 
-Reply = str | int | BaseException | Trickle | Silent
+@dataclass(frozen=True)
+class ScriptedReply:
+    """A reply with more than text: a reasoning model's thinking, or how the reply ended."""
+
+    content: str | dict[str, Any] = ""
+    reasoning: str | None = None
+    """Sent as `reasoning_content` beside the answer (vLLM's reasoning parsers, DeepSeek)."""
+    finish_reason: str = "stop"
+    """'length' plays a reply cut off at the token limit."""
+
+
+Reply = str | int | BaseException | dict[str, Any] | ScriptedReply | Trickle | Silent
 Responder = Callable[[str], Reply]
+Script = Responder | Sequence[Reply]
+AgentScripts = Mapping[str, Script | Reply]
+"""Per agent: a function, replies in order, or one reply for every call."""
+
+
+def _parts(reply: str | dict[str, Any] | ScriptedReply) -> ScriptedReply:
+    return reply if isinstance(reply, ScriptedReply) else ScriptedReply(reply)
+
+
+def _as_text(content: str | dict[str, Any]) -> str:
+    return content if isinstance(content, str) else json.dumps(content)
 
 
 def prompt_text(messages: Sequence[BaseMessage] | Sequence[dict[str, Any]]) -> str:
@@ -67,22 +106,48 @@ def _estimate_tokens(text: str) -> int:
 
 
 class _Script:
-    """A thread-safe source of replies: a sequence consumed in order, or a function."""
+    """A thread-safe source of replies: a sequence consumed in order, a function, or one of
+    those per agent."""
 
-    def __init__(self, responder: Responder | Sequence[Reply]) -> None:
-        self._fn = responder if callable(responder) else None
-        self._queue = list(responder) if not callable(responder) else []
+    def __init__(self, responder: Script | AgentScripts) -> None:
+        self._by_agent: dict[str, _Script] | None = None
+        self._fn: Responder | None = None
+        self._queue: list[Reply] = []
+        if isinstance(responder, Mapping):
+            self._by_agent = {str(agent): _Script(_as_script(r)) for agent, r in responder.items()}
+        elif callable(responder):
+            self._fn = responder
+        else:
+            self._queue = list(responder)
         self._lock = threading.Lock()
         self.prompts: list[str] = []
+        self.agents: list[str | None] = []
 
-    def next(self, prompt: str) -> Reply:
+    def next(self, prompt: str, agent: str | None = None) -> Reply:
         with self._lock:
             self.prompts.append(prompt)
+            self.agents.append(agent)
+            if self._by_agent is not None:
+                script = self._by_agent.get(agent or "")
+                if script is None:
+                    raise LookupError(
+                        f"scripted model has no script for agent {agent!r} "
+                        f"(it has {sorted(self._by_agent)})"
+                    )
+                return script.next(prompt, agent)
             if self._fn is not None:
                 return self._fn(prompt)
             if not self._queue:
                 raise RuntimeError(f"scripted model has no reply left for call {len(self.prompts)}")
             return self._queue.pop(0)
+
+
+def _as_script(responder: Script | Reply) -> Script:
+    """A fixed reply (text, HTTP status or exception) answers every call; scripts stay."""
+    if isinstance(responder, str | int | BaseException | dict | ScriptedReply | Trickle | Silent):
+        fixed = responder
+        return lambda _prompt: fixed
+    return responder
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -100,25 +165,43 @@ class ScriptedChatModel(BaseChatModel):
         return self._script.prompts
 
     @property
+    def agents(self) -> list[str | None]:
+        """The agent of each call in `prompts` (None for a call made outside `call_model`)."""
+        return self._script.agents
+
+    @property
     def _llm_type(self) -> str:
         return "macsql-scripted"
 
-    def _reply(self, messages: list[BaseMessage]) -> tuple[str, UsageMetadata]:
+    def _reply(
+        self, messages: list[BaseMessage], run_manager: CallbackManagerForLLMRun | None
+    ) -> tuple[str, UsageMetadata, ScriptedReply]:
         text = prompt_text(messages)
-        reply = self._script.next(text)
+        metadata = run_manager.metadata if run_manager else {}
+        reply = self._script.next(text, metadata.get(AGENT_METADATA_KEY))
         if isinstance(reply, BaseException):
             raise reply
         if isinstance(reply, int):
             raise RuntimeError(f"scripted HTTP error {reply}")
-        if not isinstance(reply, str):
+        if isinstance(reply, Trickle | Silent):
             raise TypeError(f"{type(reply).__name__} is a fault for ScriptedOpenAIServer only")
-        prompt_tokens, reply_tokens = _estimate_tokens(text), _estimate_tokens(reply)
+        parts = _parts(reply)
+        answer = _as_text(parts.content)
+        prompt_tokens, reply_tokens = _estimate_tokens(text), _estimate_tokens(answer)
         usage = UsageMetadata(
             input_tokens=prompt_tokens,
             output_tokens=reply_tokens,
             total_tokens=prompt_tokens + reply_tokens,
         )
-        return reply, usage
+        return answer, usage, parts
+
+    @staticmethod
+    def _extras(parts: ScriptedReply) -> dict[str, Any]:
+        reasoning = {"reasoning_content": parts.reasoning} if parts.reasoning else {}
+        return {
+            "additional_kwargs": reasoning,
+            "response_metadata": {"finish_reason": parts.finish_reason},
+        }
 
     def _generate(
         self,
@@ -127,8 +210,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply, usage = self._reply(messages)
-        message = AIMessage(content=reply, usage_metadata=usage)
+        reply, usage, parts = self._reply(messages, run_manager)
+        message = AIMessage(content=reply, usage_metadata=usage, **self._extras(parts))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
@@ -138,30 +221,80 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply, usage = self._reply(messages)
+        reply, usage, parts = self._reply(messages, run_manager)
         pieces = [reply[i : i + 16] for i in range(0, len(reply), 16)] or [""]
         for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
             chunk = AIMessageChunk(
-                content=piece, usage_metadata=usage if i == len(pieces) - 1 else None
+                content=piece,
+                usage_metadata=usage if last else None,
+                **(self._extras(parts) if last else {}),
             )
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)
 
 
+class _QuietHTTPServer(ThreadingHTTPServer):
+    """Drops a client that hung up (a test of client timeouts does that on purpose): otherwise the
+    late reply's BrokenPipeError traceback lands on whichever test owns stderr by then."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+def _structured_request(body: dict[str, Any]) -> str:
+    """'tool calling' or 'response_format' when the request asks for structured output."""
+    if body.get("tools"):
+        return "tool calling"
+    if (body.get("response_format") or {}).get("type") in ("json_schema", "json_object"):
+        return "response_format"
+    return ""
+
+
+def _message(parts: ScriptedReply, body: dict[str, Any], structured: str) -> dict[str, Any]:
+    """The assistant message for a reply: a dict answers a tool call as its arguments."""
+    message: dict[str, Any] = {"role": "assistant", "content": _as_text(parts.content)}
+    if structured == "tool calling" and isinstance(parts.content, dict):
+        tool = body["tools"][0]["function"]["name"]
+        message["content"] = None
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": tool, "arguments": json.dumps(parts.content)},
+            }
+        ]
+    if parts.reasoning:
+        message["reasoning_content"] = parts.reasoning
+    return message
+
+
 class ScriptedOpenAIServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
     Use as a context manager; `base_url` is what a client needs. `delay` seconds pass before
-    each answer. `requests` counts the chat-completion requests served; `peak_in_flight` is
+    each answer. `reject_structured` plays a server without tool calling or JSON schema.
+    `requests` counts the chat-completion requests served; `peak_in_flight` is
     the most that were being served at once.
     """
 
     def __init__(
-        self, responder: Responder | Sequence[Reply], *, delay: float = 0.0, port: int = 0
+        self,
+        responder: Script | AgentScripts,
+        *,
+        delay: float = 0.0,
+        port: int = 0,
+        reject_structured: bool = False,
     ) -> None:
         self._script = _Script(responder)
         self.delay = delay
+        self.reject_structured = reject_structured
+        """Answer requests with `tools` or a JSON `response_format` with HTTP 400, unread."""
         self.requests = 0
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -198,6 +331,7 @@ class ScriptedOpenAIServer:
                     self._send_json(404, {"error": {"message": "not found"}})
                     return
                 prompt = prompt_text(body.get("messages", []))
+                structured = _structured_request(body)
                 # In flight until the answer is ready, before it is written: a client frees its
                 # request slot only after reading the answer, so the peak cannot overcount.
                 with server._count_lock:
@@ -205,10 +339,14 @@ class ScriptedOpenAIServer:
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                     server.bodies.append(body)
-                try:
-                    reply = server._script.next(prompt)
-                except Exception as exc:
-                    reply = exc
+                reply: Reply
+                if structured and server.reject_structured:
+                    reply = 400
+                else:
+                    try:
+                        reply = server._script.next(prompt, self.headers.get(AGENT_HEADER))
+                    except Exception as exc:
+                        reply = exc
                 if server.delay:
                     time.sleep(server.delay)
                 with server._count_lock:
@@ -221,22 +359,33 @@ class ScriptedOpenAIServer:
                     self._trickle(body.get("model", "scripted"), reply)
                     return
                 if isinstance(reply, int):
-                    self._send_json(
-                        reply,
-                        {"error": {"message": f"scripted error {reply}", "type": "server_error"}},
+                    why = (
+                        f"this server does not support {structured}"
+                        if structured and server.reject_structured
+                        else f"scripted error {reply}"
                     )
+                    kind = "invalid_request_error" if reply == 400 else "server_error"
+                    self._send_json(reply, {"error": {"message": why, "type": kind}})
                     return
                 if isinstance(reply, BaseException):
                     self._send_json(500, {"error": {"message": str(reply), "type": "server_error"}})
                     return
-                usage = {
+                parts = _parts(reply)
+                message = _message(parts, body, structured)
+                calls = message.get("tool_calls")
+                answer = str(message.get("content") or "") + (json.dumps(calls) if calls else "")
+                reasoning_tokens = _estimate_tokens(parts.reasoning) if parts.reasoning else 0
+                usage: dict[str, Any] = {
                     "prompt_tokens": _estimate_tokens(prompt),
-                    "completion_tokens": _estimate_tokens(reply),
+                    "completion_tokens": _estimate_tokens(answer) + reasoning_tokens,
                 }
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+                if reasoning_tokens:
+                    usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+                finish = "tool_calls" if message.get("tool_calls") else parts.finish_reason
                 model = body.get("model", "scripted")
                 if body.get("stream"):
-                    self._stream(model, reply, usage)
+                    self._stream(model, message, finish, usage)
                 else:
                     self._send_json(
                         200,
@@ -245,13 +394,7 @@ class ScriptedOpenAIServer:
                             "object": "chat.completion",
                             "created": int(time.time()),
                             "model": model,
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": reply},
-                                }
-                            ],
+                            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                             "usage": usage,
                         },
                     )
@@ -295,18 +438,27 @@ class ScriptedOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self, model: str, reply: str, usage: dict[str, int]) -> None:
+            def _stream(
+                self, model: str, message: dict[str, Any], finish: str, usage: dict[str, Any]
+            ) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
                 cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
-                pieces = [reply[i : i + 16] for i in range(0, len(reply), 16)] or [""]
                 chunks: list[dict[str, Any]] = [
                     {"index": 0, "delta": {"role": "assistant", "content": ""}}
                 ]
-                chunks += [{"index": 0, "delta": {"content": p}} for p in pieces]
+                for name in ("reasoning_content", "content"):
+                    text = message.get(name) or ""
+                    chunks += [
+                        {"index": 0, "delta": {name: text[i : i + 16]}}
+                        for i in range(0, len(text), 16)
+                    ]
+                for i, call in enumerate(message.get("tool_calls") or []):
+                    chunks.append({"index": 0, "delta": {"tool_calls": [{"index": i, **call}]}})
+                chunks.append({"index": 0, "delta": {}, "finish_reason": finish})
                 for choice in chunks:
                     self._event(
                         {
@@ -317,15 +469,6 @@ class ScriptedOpenAIServer:
                             "choices": [choice],
                         }
                     )
-                self._event(
-                    {
-                        "id": cid,
-                        "object": "chat.completion.chunk",
-                        "created": int(time.time()),
-                        "model": model,
-                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                    }
-                )
                 self._event(
                     {
                         "id": cid,
@@ -344,13 +487,17 @@ class ScriptedOpenAIServer:
                 self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
                 self.wfile.flush()
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _QuietHTTPServer(("127.0.0.1", port), Handler)
         self._thread: threading.Thread | None = None
 
     @property
     def prompts(self) -> list[str]:
         return self._script.prompts
+
+    @property
+    def agents(self) -> list[str | None]:
+        """The agent named by each request's `X-Macsql-Agent` header, in `prompts` order."""
+        return self._script.agents
 
     @property
     def base_url(self) -> str:

@@ -29,7 +29,7 @@ here with AUTOCOMMIT; macsql's pooled engines (`macsql.database.connection`) sta
 
 Command line (the `macsql load-postgres` subcommand calls `main_load`):
 
-    python -m macsql.database.postgres_loader --admin-url postgresql+psycopg://u:p@host/postgres \
+    python -m macsql.tools.postgres_loader --admin-url postgresql+psycopg://u:p@host/postgres \
         --spider-dir ../shared/data/spider concert_singer pets_1
 """
 
@@ -689,7 +689,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main_load(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `macsql load-postgres` (and `python -m macsql.database.postgres_loader`).
+    """Entry point of `macsql load-postgres` (and `python -m macsql.tools.postgres_loader`).
 
     Returns the process exit status: 0 on success, 2 on a usage or loading error.
     """

@@ -1,0 +1,13 @@
+"""The command's exit codes and its configuration error, importable without the heavy modules
+(`macsql.cli.main` imports those only once the garbage collector is paused)."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a program ended by SIGPIPE
+
+
+class UsageError(ValueError):
+    """Bad arguments or configuration: exit 2 with a one-line message."""

@@ -1,0 +1,162 @@
+"""From a teacher's traced run to fine-tuning samples: one per agent call, judged by the rules.
+
+A sample is the messages the agent was sent plus its reply as the assistant's turn. With
+`only_correct` (the default) a call is kept only when:
+
+- its item's final SQL was scored correct;
+- it wrote SQL (Decomposer, Refiner, SQLTool, R^3 writer, SQLFixAgent's SQLRefiner) and that SQL
+  is the item's final SQL: a Refiner's repair is kept when it led to the correct result, and a
+  draft that needed repairing is not, since it would teach the wrong SQL;
+- it is a Selector call whose kept tables hold every table of the gold SQL (sqlglot), and its
+  reply was applied (not a fallback to the full schema);
+- it is a verdict of SQLFixAgent's SQLReviewer that the outcome bears out: "pass" on the SQL
+  that stayed the answer, "error" on SQL that was replaced (a false alarm on the correct SQL
+  would teach the reviewer to flag it).
+
+Failed calls and empty replies are never samples. Each call is dropped by the first rule it
+breaks, so the counts add up to the calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from macsql.graph.context import Agent
+from macsql.nodes.replies import extract_sql
+from macsql.nodes.sqlfix_reviewer import parse_verdict
+
+SQL_WRITERS = frozenset(
+    {Agent.DECOMPOSER, Agent.REFINER, Agent.SQL_TOOL, Agent.WRITER, Agent.SQL_REFINER}
+)
+
+
+class Drop:
+    """Why a call is not a sample (the stats report counts each)."""
+
+    MODEL_ERROR = "model_error"
+    AGENT_NOT_WANTED = "agent_not_selected"
+    ITEM_NOT_CORRECT = "item_not_correct"
+    SELECTOR_MISSED_GOLD_TABLE = "selector_missed_gold_table"
+    SQL_NOT_FINAL = "sql_not_final"
+    REVIEW_CONTRADICTED = "review_contradicted"
+    DUPLICATE = "duplicate"
+
+
+@dataclass
+class Sample:
+    agent: str
+    db_id: str
+    index: int
+    messages: list[dict[str, Any]]
+    """The messages as sent, then the reply as the assistant's turn."""
+    drop: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    """The call's usage as the teacher's server reported it (its own token counts)."""
+
+    @property
+    def prompt(self) -> list[dict[str, Any]]:
+        return self.messages[:-1]
+
+    @property
+    def reply(self) -> str:
+        return str(self.messages[-1]["content"])
+
+
+def gold_tables(sql: str, dialect: str = "sqlite") -> set[str] | None:
+    """The tables a gold SQL reads (lower case, CTE names excluded); None if it does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except Exception:  # sqlglot.ParseError, TokenError
+        return None
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    return {t.name.lower() for t in tree.find_all(exp.Table) if t.name.lower() not in ctes}
+
+
+def _same_sql(a: str | None, b: str | None) -> bool:
+    def norm(sql: str | None) -> str:
+        return " ".join((sql or "").strip().rstrip(";").split())
+
+    return bool(norm(a)) and norm(a) == norm(b)
+
+
+def _sql_written(call: Mapping[str, Any]) -> str | None:
+    """The SQL a call led to: the execution that followed it, else the reply's SQL."""
+    execution = call.get("execution") or {}
+    return execution.get("sql") or extract_sql(str(call.get("reply") or ""))
+
+
+def judge_call(
+    call: Mapping[str, Any],
+    result: Mapping[str, Any],
+    gold: set[str] | None,
+    *,
+    agents: Collection[str] | None,
+    only_correct: bool,
+    reviewed_sql: str | None = None,
+) -> str | None:
+    """The first rule `call` breaks, or None when it makes a sample. `reviewed_sql` is the SQL
+    executed last before the call (what a reviewer was shown)."""
+    agent = str(call.get("agent"))
+    if call.get("error") or not str(call.get("reply") or "").strip():
+        return Drop.MODEL_ERROR
+    if agents is not None and agent not in agents:
+        return Drop.AGENT_NOT_WANTED
+    if not only_correct:
+        return None
+    if result.get("correct") is not True:
+        return Drop.ITEM_NOT_CORRECT
+    if agent == Agent.SELECTOR:
+        kept = {str(t).lower() for t in call.get("kept_tables") or []}
+        if call.get("fallback") or gold is None or not gold <= kept:
+            return Drop.SELECTOR_MISSED_GOLD_TABLE
+    if agent in SQL_WRITERS and not _same_sql(_sql_written(call), result.get("prediction")):
+        return Drop.SQL_NOT_FINAL
+    verdict = parse_verdict(str(call.get("reply"))) if agent == Agent.REVIEWER else None
+    if verdict is not None and reviewed_sql is not None:
+        stayed = _same_sql(reviewed_sql, result.get("prediction"))
+        if stayed != (verdict[0] == "pass"):
+            return Drop.REVIEW_CONTRADICTED
+    return None
+
+
+def item_samples(
+    trace: Mapping[str, Any],
+    result: Mapping[str, Any],
+    gold_sql: str | None,
+    *,
+    agents: Collection[str] | None = None,
+    only_correct: bool = True,
+) -> list[Sample]:
+    """Every agent call of one item as a sample, with `drop` set when a rule refuses it."""
+    gold = gold_tables(gold_sql) if gold_sql else None
+    samples = []
+    reviewed: str | None = None
+    for call in trace.get("calls") or []:
+        if not call.get("agent"):  # an execution of SQL no agent wrote here
+            reviewed = (call.get("execution") or {}).get("sql") or reviewed
+            continue
+        reply = {"role": "assistant", "content": str(call.get("reply") or "")}
+        samples.append(
+            Sample(
+                agent=str(call["agent"]),
+                db_id=str(result.get("db_id") or trace.get("db_id") or ""),
+                index=int(trace["index"]),
+                messages=[*call.get("messages", []), reply],
+                drop=judge_call(
+                    call,
+                    result,
+                    gold,
+                    agents=agents,
+                    only_correct=only_correct,
+                    reviewed_sql=reviewed,
+                ),
+                usage=dict(call.get("usage") or {}),
+            )
+        )
+        reviewed = (call.get("execution") or {}).get("sql") or reviewed
+    return samples
