@@ -104,6 +104,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument(
+        "--link-only",
+        action="store_true",
+        help="no model: run only schema and value linking and report its recall",
+    )
+    parser.add_argument(
         "--concurrency",
         type=int,
         default=8,
@@ -205,6 +210,8 @@ def eval_main(args: argparse.Namespace) -> int:
         processes=max(1, args.processes),
         stop_after_failures=max(0, args.stop_after_failures),
     )
+    if args.link_only:
+        return _link_only(options, args.out)
     if not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
         try:
             check_models(options.context())  # the very Context the run will use
@@ -233,6 +240,20 @@ def _usage_error(exc: BaseException) -> int:
     text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
     print(f"macsql: error: {text}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _link_only(options: EvalOptions, out: str | None) -> int:
+    from macsql.evals.link_eval import link_summary_text, run_link_eval
+
+    options.out = out or str(Path("runs") / f"{options.dataset}-{options.split}-linking")
+    try:
+        result = run_link_eval(options)
+    except (DatasetError, TypeError, ContextError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(link_summary_text(result.summary))
+    print(f"records in {result.out_dir / 'linking.jsonl'}")
+    return 0
 
 
 def score_main(args: argparse.Namespace) -> int:

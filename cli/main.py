@@ -1,4 +1,4 @@
-"""The `macsql` command: ask, eval, score, demo, graph."""
+"""The `macsql` command: ask, eval, score, link, index, demo, graph."""
 
 from __future__ import annotations
 
@@ -76,6 +76,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_export_arguments(export)
         handlers["export-sft"] = export_main
+
+    link = sub.add_parser("link", help="show what schema linking keeps (no model)")
+    index = sub.add_parser("index", help="build or refresh a value index")
+    if command in ("link", "index"):
+        from macsql.cli.link import add_index_arguments, add_link_arguments, index_main, link_main
+
+        add_link_arguments(link)
+        add_index_arguments(index)
+        handlers["link"], handlers["index"] = link_main, index_main
 
     demo = sub.add_parser("demo", help="write the demo database and print its path")
     demo.add_argument("path", nargs="?", default=None)

@@ -333,7 +333,7 @@ _NUMERIC_TYPES = ("INT", "REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL", "NUMBE
 _DATE_TYPES = ("DATE", "TIME")
 
 
-def _is_identifier_column(name: str) -> bool:
+def is_identifier_column(name: str) -> bool:
     lowered = name.lower()
     return lowered == "id" or lowered.endswith("_id") or bool(re.search(r"[a-z0-9]I[dD]$", name))
 
@@ -415,7 +415,7 @@ def _sample_examples(
     for index, col in enumerate(wanted):
         values = [r[index] for r in rows]
         col.has_nulls = any(v is None for v in values)
-        if _is_identifier_column(col.name):
+        if is_identifier_column(col.name):
             continue
         col.examples = pick_examples(values, col.type, num_examples)
 

@@ -175,6 +175,61 @@ class BaseContext:
             enum=["text", "structured"],
         ),
     )
+    schema_linking: bool = field(
+        default=True,
+        metadata=_doc(
+            "Deterministic schema and value linking after load_schema (no model call): a "
+            "schema over the link budget is cut to the best-matching columns (with keys and "
+            "join paths) before any agent reads it, and stored values that match the question "
+            "are shown to the SQL writers. Off: every agent sees the whole schema."
+        ),
+    )
+    link_max_columns: int = field(
+        default=40,
+        metadata=_doc(
+            "Link budget in columns: a larger schema is cut to at most this many columns "
+            "(keys and join columns included); a smaller one is kept whole.",
+            minimum=1,
+        ),
+    )
+    link_max_schema_chars: int = field(
+        default=24000,
+        metadata=_doc(
+            "Link budget in characters of the rendered schema (about 4 per token): a larger "
+            "schema is cut to fit.",
+            minimum=200,
+        ),
+    )
+    link_max_values: int = field(
+        default=10,
+        metadata=_doc(
+            "Stored values matched to the question and shown to the SQL writers as "
+            "table.column = 'value' lines; 0 turns value linking off.",
+            minimum=0,
+        ),
+    )
+    link_index_rows_per_table: int = field(
+        default=20000,
+        metadata=_doc(
+            "Value index build: most rows read per table (bounds the build cost).", minimum=1
+        ),
+    )
+    link_index_values_per_column: int = field(
+        default=2000,
+        metadata=_doc("Value index build: most distinct values kept per column.", minimum=1),
+    )
+    link_index_max_values: int = field(
+        default=1_000_000,
+        metadata=_doc("Value index build: most values kept per database.", minimum=1),
+    )
+    link_embeddings: str | None = field(
+        default=None,
+        metadata=_doc(
+            "Embeddings that add to the column ranking ('provider:name' for langchain's "
+            "init_embeddings, or a name given to register_embeddings); empty means lexical "
+            "ranking only."
+        ),
+    )
     max_result_bytes: int = field(
         default=64 * 1024 * 1024,
         metadata=_doc(

@@ -1,4 +1,4 @@
-"""The MAC-SQL graph: load_schema → [selector] → decomposer → executor ⇄ refiner.
+"""The MAC-SQL graph: load_schema → link_schema → [selector] → decomposer → executor ⇄ refiner.
 
 `builder` is the uncompiled StateGraph, for hosts that compile with their own checkpointer or
 store; `graph` is compiled without one, for LangGraph Studio and the server (which supply
@@ -13,11 +13,12 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import MacSqlContext, context_of
-from macsql.graph.routing import unless_fatal
+from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.executor import execution_passed, executor_node
 from macsql.nodes.refiner import refiner_node
+from macsql.nodes.schema_linker import link_schema_node
 from macsql.nodes.schema_loader import load_schema_node
 from macsql.nodes.selector import needs_selector, selector_node
 
@@ -59,12 +60,14 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
         output_schema=MacSqlOutput,
     )
     builder.add_node("load_schema", load_schema_node)
+    builder.add_node("link_schema", link_schema_node)
     builder.add_node("selector", selector_node)
     builder.add_node("decomposer", decomposer_node)
     builder.add_node("executor", executor_node)
     builder.add_node("refiner", refiner_node)
     builder.add_edge(START, "load_schema")
-    builder.add_conditional_edges("load_schema", route_after_schema)
+    builder.add_conditional_edges("load_schema", to_linking)
+    builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_edge("selector", "decomposer")
     builder.add_conditional_edges("decomposer", route_candidate)
     builder.add_conditional_edges("executor", route_after_execution)

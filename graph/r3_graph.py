@@ -20,13 +20,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from macsql.graph.context import R3Context, context_of
-from macsql.graph.routing import unless_fatal
+from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import MacSqlInput, R3Output, R3State
 from macsql.nodes.execution_records import ran
 from macsql.nodes.executor import executor_node
 from macsql.nodes.r3_kshot import kshot_node
 from macsql.nodes.r3_reviewers import persona_node, review_sends, reviewer_node
 from macsql.nodes.r3_writer import writer_debug_node, writer_node, writer_revise_node
+from macsql.nodes.schema_linker import link_schema_node
 from macsql.nodes.schema_loader import load_schema_node
 
 
@@ -80,6 +81,7 @@ def build_r3_graph() -> StateGraph[R3State, R3Context, MacSqlInput, R3Output]:
         R3State, context_schema=R3Context, input_schema=MacSqlInput, output_schema=R3Output
     )
     builder.add_node("load_schema", load_schema_node)
+    builder.add_node("link_schema", link_schema_node)
     builder.add_node("kshot", kshot_node)
     builder.add_node("writer", writer_node)
     builder.add_node("executor", executor_node)
@@ -88,7 +90,8 @@ def build_r3_graph() -> StateGraph[R3State, R3Context, MacSqlInput, R3Output]:
     builder.add_node("reviewer", reviewer_node)
     builder.add_node("writer_revise", writer_revise_node)
     builder.add_edge(START, "load_schema")
-    builder.add_conditional_edges("load_schema", route_after_schema)
+    builder.add_conditional_edges("load_schema", to_linking)
+    builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_edge("kshot", "writer")
     builder.add_conditional_edges("writer", route_written)
     builder.add_conditional_edges("writer_debug", route_written)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from langgraph.graph import END
 
@@ -32,3 +32,9 @@ def unless_fatal(router: Callable[P, R]) -> Callable[P, R]:
         return router(*args, **kwargs)
 
     return route
+
+
+@unless_fatal
+def to_linking(state: Any) -> Literal["link_schema", "__end__"]:
+    """After `load_schema`: the linking stage, which every pipeline runs."""
+    return "link_schema"

@@ -21,9 +21,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import SqlFixContext, context_of
-from macsql.graph.routing import unless_fatal
+from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import SqlFixInput, SqlFixOutput, SqlFixState
 from macsql.nodes.executor import executor_node
+from macsql.nodes.schema_linker import link_schema_node
 from macsql.nodes.sqlfix_query_crafter import query_crafter_node
 from macsql.nodes.sqlfix_refiner import check_repair_node, repair_passed, sql_refiner_node
 from macsql.nodes.sqlfix_reviewer import review_passed, sql_reviewer_node
@@ -86,6 +87,7 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
         output_schema=SqlFixOutput,
     )
     builder.add_node("load_schema", sqlfix_load_schema_node)
+    builder.add_node("link_schema", link_schema_node)
     builder.add_node("sql_tool", sql_tool_node)
     builder.add_node("executor", executor_node)
     builder.add_node("sql_reviewer", sql_reviewer_node)
@@ -93,7 +95,8 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
     builder.add_node("sql_refiner", sql_refiner_node)
     builder.add_node("check_repair", check_repair_node)
     builder.add_edge(START, "load_schema")
-    builder.add_conditional_edges("load_schema", route_after_schema)
+    builder.add_conditional_edges("load_schema", to_linking)
+    builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_conditional_edges("sql_tool", route_after_sql_tool)
     builder.add_conditional_edges("executor", route_after_execution)
     builder.add_conditional_edges("sql_reviewer", route_after_review)

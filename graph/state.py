@@ -117,6 +117,8 @@ class PromptKeys(TypedDict, total=False):
     schema_text: str
     """The schema as the agents see it (after the Selector, when it ran)."""
     foreign_keys_text: str
+    value_matches_text: str
+    """Stored values the linking stage matched, as `table.column = 'value'` lines."""
 
 
 class ReviewTask(PromptKeys, total=False):
@@ -191,6 +193,9 @@ class MacSqlOutput(TypedDict, total=False):
     fallbacks: Annotated[list[Fallback], add_fallbacks]
     """Every reply an agent could not use as asked (no readable JSON, no SQL, cut off by the
     token limit, structured output refused) and what was done instead."""
+    linking: dict[str, Any]
+    """What the linking stage did: `route` ('full', 'linked' or 'off'), `reason`, kept and
+    total column counts, the kept tables and columns (when cut), and the matched values."""
 
 
 class SqlState(TypedDict, total=False):
@@ -216,6 +221,8 @@ class SqlState(TypedDict, total=False):
     model_error: str
     refines: int
     decomposition: str
+    value_matches_text: str
+    """Stored values the linking stage matched, as `table.column = 'value'` lines."""
 
 
 class _Asked(TypedDict, total=False):

@@ -15,6 +15,9 @@ _QUOTE_HINTS = {
 }
 
 
+VALUES_HEADING = "# Stored values that match the question (data from the database, as SQL literals)"
+
+
 def dialect_name(dialect: str) -> str:
     return {
         "sqlite": "SQLite",
@@ -29,9 +32,14 @@ def prompt_inputs(state: PromptKeys, context: BaseContext) -> dict[str, str]:
     if context.dataset_style == "spider":
         evidence = ""
     dialect = state.get("dialect", "sqlite")
+    schema = state.get("schema_text", "")
+    matched = state.get("value_matches_text", "")
+    if matched:
+        # Inside the schema block, so every agent that reads the schema sees the stored values.
+        schema = f"{schema}\n{VALUES_HEADING}\n{matched}"
     return {
         "db_id": state.get("db_name", ""),
-        "schema": state.get("schema_text", ""),
+        "schema": schema,
         "foreign_keys": state.get("foreign_keys_text", "") or "(none)",
         "question": (state.get("question") or "").strip(),
         "evidence": evidence or "(none)",

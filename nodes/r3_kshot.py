@@ -159,7 +159,7 @@ def unregister_embeddings(name: str) -> None:
             del _selectors[key]
 
 
-def _embeddings_named(name: str) -> Embeddings:
+def embeddings_named(name: str) -> Embeddings:
     if name in _registered_embeddings:
         return _registered_embeddings[name]
     from langchain.embeddings import init_embeddings
@@ -175,7 +175,7 @@ def selector_for(pool_path: str, embeddings_name: str | None = None) -> FewShotS
         cached = _selectors.get(key)
     if cached is not None:
         return cached
-    embeddings = _embeddings_named(embeddings_name) if embeddings_name else None
+    embeddings = embeddings_named(embeddings_name) if embeddings_name else None
     selector = FewShotSelector(load_pool(path), embeddings)
     with _selectors_lock:
         return _selectors.setdefault(key, selector)

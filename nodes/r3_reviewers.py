@@ -39,6 +39,7 @@ _REVIEW_KEYS = (
     "dialect",
     "schema_text",
     "foreign_keys_text",
+    "value_matches_text",
     "last_execution",
 )
 

@@ -54,7 +54,9 @@ def _select(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
         if selection is None:
             fallback = "selector reply held no JSON object, full schema kept"
         else:
-            result = apply_selection(schema, selection)
+            matched = (state.get("linking") or {}).get("values") or []
+            pinned = [(m["table"], m["column"]) for m in matched]
+            result = apply_selection(schema, selection, pinned)
             if result.applied:
                 kept = [t.name for t in result.schema.tables]
                 emit(runtime, Agent.SELECTOR, "done", selected_tables=kept, notes=result.notes)

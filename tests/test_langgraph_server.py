@@ -246,7 +246,7 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
     updates = [p.data for p in parts if p.event == "updates"]
     events = [p.data for p in parts if p.event == "custom"]
     nodes = [next(iter(u)) for u in updates]
-    assert nodes == ["load_schema", "decomposer", "executor", "refiner", "executor"]
+    assert nodes == ["load_schema", "link_schema", "decomposer", "executor", "refiner", "executor"]
 
     executor_done = [e for e in events if e["agent"] == "executor" and e["phase"] == "done"]
     assert [(e["attempt"], e["outcome"]) for e in executor_done] == [

@@ -50,6 +50,7 @@ def test_output_is_narrow(scripted) -> None:
         "selector_fallback",
         "usage",
         "fallbacks",
+        "linking",
     }
     assert "schema" not in out and "candidate_sql" not in out
 

@@ -71,6 +71,7 @@ def test_run_can_be_inspected_step_by_step(model: ScriptedChatModel, checkpoints
     assert steps == [
         ("__start__",),
         ("load_schema",),
+        ("link_schema",),
         ("decomposer",),
         ("executor",),
         ("refiner",),
@@ -92,7 +93,7 @@ def test_run_can_be_inspected_step_by_step(model: ScriptedChatModel, checkpoints
     assert final["usage"]["decomposer"]["calls"] == 1
     assert final["usage"]["refiner"]["calls"] == 1
     # One checkpoint per super-step, numbered from the input (-1) on.
-    assert [s.metadata["step"] for s in reversed(history)] == [-1, 0, 1, 2, 3, 4, 5]
+    assert [s.metadata["step"] for s in reversed(history)] == [-1, 0, 1, 2, 3, 4, 5, 6]
     assert history[-1].metadata["source"] == "input"
 
 

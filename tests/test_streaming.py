@@ -85,6 +85,8 @@ def test_custom_stream_reports_every_agent(wide_db: Path, scripted: str) -> None
     assert steps == [
         ("load_schema", "start"),
         ("load_schema", "done"),
+        ("link_schema", "start"),
+        ("link_schema", "done"),
         ("selector", "start"),
         ("selector", "done"),
         ("decomposer", "start"),

@@ -167,7 +167,14 @@ def test_streams_macsql_events_with_subgraphs_true(way: str, model: ScriptedChat
     assert inner, "no events from inside macsql"
     assert all(ns[0].split(":")[0] == SUBGRAPH_NODE[way] for ns, _, _ in inner)
     inner_nodes = [next(iter(chunk)) for _, mode, chunk in inner if mode == "updates"]
-    assert inner_nodes == ["load_schema", "decomposer", "executor", "refiner", "executor"]
+    assert inner_nodes == [
+        "load_schema",
+        "link_schema",
+        "decomposer",
+        "executor",
+        "refiner",
+        "executor",
+    ]
     outcomes = [
         chunk["outcome"]
         for _, mode, chunk in inner
