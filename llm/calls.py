@@ -23,6 +23,7 @@ import contextvars
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,7 +126,17 @@ def call_model(
     attempt = StructuredAttempt()
     if schema is not None:
         with model_request_slot():
-            attempt = ask_structured(settings, model, schema, messages, config)
+            # The structured request is bounded by the same model_timeout.
+            started_structured = time.monotonic()
+            try:
+                attempt = _within_deadline(
+                    lambda _stop: ask_structured(settings, model, schema, messages, config),
+                    started_structured + settings.timeout - built,
+                    settings,
+                )
+            except Exception as exc:  # the deadline, or the cancel scope
+                return _failed_call(settings, agent, exc, time.monotonic() - started_structured)
+            built += time.monotonic() - started_structured  # a refusal's time counts too
         if attempt.error is not None:
             return _failed_call(settings, agent, attempt.error, attempt.latency)
         if attempt.raw is not None:
@@ -172,28 +183,44 @@ def _invoke_within_deadline(
     options: dict[str, Any],
 ) -> Any:
     """`model.invoke` with retries, given back by `deadline` (time.monotonic())."""
+
+    def attempts(stop: threading.Event) -> Any:
+        for attempt in range(retries + 1):
+            try:
+                return model.invoke(messages, config=config, **options)
+            except Exception as exc:
+                if attempt == retries or not _retryable(exc):
+                    raise
+            pause = min(8.0, 0.5 * 2**attempt) * random.uniform(0.75, 1.25)
+            if deadline - time.monotonic() <= pause or stop.wait(pause):
+                raise ModelDeadlineError(_deadline_message(settings))
+        raise AssertionError("unreachable")
+
+    return _within_deadline(attempts, deadline, settings)
+
+
+def _deadline_message(settings: ModelSettings) -> str:
+    return f"no reply within model_timeout ({settings.timeout:g}s, retries included)"
+
+
+def _within_deadline(
+    work: Callable[[threading.Event], Any], deadline: float, settings: ModelSettings
+) -> Any:
+    """`work(stop)` in a worker thread, its result or its exception given back by `deadline`;
+    past it (or once the cancel scope is set) `stop` is set and the caller gets an error."""
     stop = threading.Event()
     box: dict[str, Any] = {}
 
-    def attempts() -> None:
+    def run() -> None:
         with deadline_of_requests(deadline):
-            for attempt in range(retries + 1):
-                try:
-                    box["reply"] = model.invoke(messages, config=config, **options)
-                    return
-                except BaseException as exc:  # an interrupt is handed to the caller as is
-                    box["error"] = exc
-                    if not isinstance(exc, Exception) or attempt == retries:
-                        return
-                    if not _retryable(exc):
-                        return
-                pause = min(8.0, 0.5 * 2**attempt) * random.uniform(0.75, 1.25)
-                if deadline - time.monotonic() <= pause or stop.wait(pause):
-                    return
+            try:
+                box["reply"] = work(stop)
+            except BaseException as exc:  # an interrupt is handed to the caller as is
+                box["error"] = exc
 
     # The worker sees the caller's context: callbacks, tags and the cancel scope.
     worker = threading.Thread(
-        target=contextvars.copy_context().run, args=(attempts,), daemon=True, name="macsql-model"
+        target=contextvars.copy_context().run, args=(run,), daemon=True, name="macsql-model"
     )
     worker.start()
     cancel = cancel_event()
@@ -204,9 +231,7 @@ def _invoke_within_deadline(
             raise ModelCallCancelled("the model call was cancelled: its item ran out of time")
         if left <= 0:
             stop.set()
-            raise ModelDeadlineError(
-                f"no reply within model_timeout ({settings.timeout:g}s, retries included)"
-            )
+            raise ModelDeadlineError(_deadline_message(settings))
         worker.join(min(left, _POLL) if cancel is not None else left)
     if "reply" in box:
         return box["reply"]

@@ -97,3 +97,17 @@ def test_a_cancel_scope_stops_the_call_and_its_retries() -> None:
         assert elapsed < 0.3 + SLACK
         time.sleep(0.5)
         assert server.requests == 1
+
+
+def test_a_structured_request_is_bounded_by_the_same_deadline() -> None:
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        sql: str
+
+    with ScriptedOpenAIServer(lambda _p: Silent()) as server:
+        started = time.monotonic()
+        reply = call_model(settings(server), "decomposer", "hello", schema=Answer)
+        elapsed = time.monotonic() - started
+        assert reply.failed and "model_timeout" in (reply.error or "")
+        assert elapsed <= TIMEOUT + SLACK
