@@ -196,6 +196,30 @@ def get_engine(ref: DatabaseRef) -> Engine:
         return engine
 
 
+def sqlite_open_hint(path: Path) -> str | None:
+    """What is wrong when SQLite says "unable to open database file" for a file that exists,
+    and what to do, when it can be told; else None."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(20)
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror}"
+    folder = path.parent
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = False
+    wal = len(header) == 20 and header[18] == 2  # the file format's read version: 2 is WAL
+    if wal and (read_only_fs or not os.access(folder, os.W_OK)):
+        return (
+            f"{path.name} is in WAL mode and its folder {folder} is read-only: SQLite must "
+            f"create {path.name}-shm beside it even to read. Copy the file to a writable "
+            "folder, make the folder writable, or switch a writable copy to rollback "
+            "journaling (PRAGMA journal_mode=DELETE)."
+        )
+    return None
+
+
 def check_database(ref: DatabaseRef) -> None:
     """Open `ref` and read its catalogue once, so that a wrong password, an unknown database,
     a file that is not a database or a missing driver is one clear `DatabaseUnavailableError`

@@ -3,22 +3,36 @@
 Every statement passes the read-only guard first, then runs on a read-only connection (SQLite:
 `mode=ro`, `PRAGMA query_only` and an authorizer that lets SQLite's own parser allow reads only;
 PostgreSQL: a READ ONLY transaction, inside a server-side cursor, which only accepts a query)
-under a timeout that really stops the query (SQLite: a progress handler; PostgreSQL: the
-server's `statement_timeout`, cut to the time left before every fetch), and at most `max_rows`
-rows are fetched. Failures come back as an `ExecutionResult` with a classified status, never as
-an exception: bad SQL is data for the Refiner, and a raised `OperationalError` would be retried
-by LangGraph's default RetryPolicy.
+under a wall-clock deadline that holds whatever the query does, and within two bounds on
+what is fetched: at most `max_rows` rows and `max_bytes` bytes.
 
-DuckDB and MySQL/MariaDB have runners of their own with the same guarantees (`duckdb_backend`,
-`mysql_backend`); other SQLAlchemy backends get the guard and the row cap only.
+- The deadline: a watchdog thread (`database/watchdog.py`) interrupts the SQLite connection, or
+  sends PostgreSQL a cancel request and, if the server does not stop within `PG_ABANDON_GRACE`
+  seconds, shuts the connection's socket so the caller returns; that connection is then
+  discarded from the pool. The server's own `statement_timeout` stays as a second layer.
+- The byte budget: SQLite refuses any value longer than the budget as it computes it
+  (`SQLITE_LIMIT_LENGTH`); rows are fetched in batches sized from the largest row seen so far,
+  so a result of 40 MB cells is stopped after a row or two, not a hundred.
+
+DuckDB and MySQL/MariaDB have runners of their own that stop the query themselves
+(`duckdb_backend`, `mysql_backend`: interrupt(), KILL QUERY), under the same caller deadline and
+budgets; other SQLAlchemy backends get the guard, the caller deadline and the budgets only.
+
+Failures come back as an `ExecutionResult` with a classified status, never as an exception: bad
+SQL is data for the Refiner, and a raised `OperationalError` would be retried by LangGraph's
+default RetryPolicy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import functools
+import os
+import socket
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,14 +41,24 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from macsql.database.connection import DatabaseRef, get_engine
+from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
 from macsql.database.duckdb_backend import run_duckdb
 from macsql.database.guard import GuardKind, function_allowed, make_policy
 from macsql.database.mysql_backend import run_mysql
 from macsql.database.relation_inventory import guard_verdict
+from macsql.database.watchdog import WATCHDOG
 from macsql.graph.state import ExecutionRecord
 
 FETCH_BATCH = 1000
+"""The most rows fetched at once; batches start at one row and double, within the budget."""
+DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
+"""The default byte budget of one result (`Context.max_result_bytes`)."""
+MAX_ERROR_CHARS = 400
+"""A database message is cut to this length: a value quoted in an error can be megabytes."""
+PG_ABANDON_GRACE = 0.25
+"""Seconds a PostgreSQL server has to honour a cancel before its connection is abandoned."""
+ABANDON_GRACE = 0.35
+"""Seconds past the deadline after which the caller stops waiting for a statement at all."""
 
 # Backends whose read-only session, timeout and streamed fetch live in their own module.
 _BACKEND_RUNNERS = {"duckdb": run_duckdb, "mysql": run_mysql, "mariadb": run_mysql}
@@ -53,6 +77,7 @@ class Outcome(StrEnum):
     NULL_RESULT = "null_result"
     NO_SQL = "no_sql"
     DATABASE_ERROR = "database_error"
+    TOO_LARGE = "result_too_large"
 
     @property
     def ran(self) -> bool:
@@ -105,6 +130,22 @@ def json_safe(value: Any, max_chars: int = 200) -> Any:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """What one execution may spend: wall-clock seconds, rows and bytes."""
+
+    timeout: float
+    max_rows: int | None
+    max_bytes: int
+    deadline: float
+
+    @classmethod
+    def starting_now(
+        cls, timeout: float, max_rows: int | None, max_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    ) -> Bounds:
+        return cls(timeout, max_rows, max(1, max_bytes), time.monotonic() + timeout)
+
+
 def execute_sql(
     db: DatabaseRef,
     sql: str,
@@ -113,10 +154,13 @@ def execute_sql(
     max_rows: int | None = 100,
     allowed_functions: tuple[str, ...] = (),
     allowed_relations: tuple[str, ...] = (),
+    max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> ExecutionResult:
-    """Run one read-only statement with a timeout and a row cap; never raises on bad SQL.
+    """Run one read-only statement within a deadline, a row cap and a byte budget; never
+    raises on bad SQL.
 
-    `max_rows=None` fetches every row, in batches (the scorers need whole results).
+    `max_rows=None` fetches every row, in batches (the scorers need whole results); the byte
+    budget still holds.
     `allowed_functions` and `allowed_relations` extend the guard's allow-lists
     (`Context.allowed_functions`, `Context.allowed_relations`).
     """
@@ -126,28 +170,36 @@ def execute_sql(
     try:
         verdict = guard_verdict(db, sql, allowed_functions, allowed_relations)
     except Exception as exc:  # the database's inventory could not be read
-        return _classify_failure(sql, exc, 0.0, timeout)
+        return _classify_failure(sql, exc, 0.0, Bounds.starting_now(timeout, max_rows), db)
     if not verdict.allowed:
         outcome = _GUARD_OUTCOMES.get(verdict.kind, Outcome.REJECTED)
-        return ExecutionResult(sql, outcome, error=verdict.reason, error_class="GuardRejection")
+        return ExecutionResult(
+            sql, outcome, error=bounded_message(verdict.reason), error_class="GuardRejection"
+        )
     started = time.perf_counter()
-    try:
-        engine = get_engine(db)
-        with engine.connect() as conn:
-            if db.backend == "sqlite":
-                extra = make_policy(None, allowed_functions).allowed_functions
-                result = _run_sqlite(conn, sql, timeout, max_rows, sqlite_authorizer(extra))
-            elif db.backend == "postgresql":
-                result = _run_postgres(conn, sql, timeout, max_rows)
-            elif db.backend in _BACKEND_RUNNERS:
-                run = _BACKEND_RUNNERS[db.backend]
-                result = ExecutionResult(
-                    sql, Outcome.OK, *run(conn, sql, timeout, max_rows, _fetch)
-                )
-            else:
-                result = _run_generic(conn, sql, max_rows)
-    except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
-        return _classify_failure(sql, exc, time.perf_counter() - started, timeout)
+    bounds = Bounds.starting_now(timeout, max_rows, max_bytes)
+    # The statement runs in a worker thread that the caller waits for until the deadline plus a
+    # grace: the watchdog stops nearly every query by then, but one SQLite step (a printf() of
+    # 500 MB, say) cannot be interrupted, and a server may not answer at all. Then the caller
+    # returns, and the worker discards its connection when the step finally ends.
+    done: dict[str, Any] = {}
+    abandoned = threading.Event()
+
+    def run() -> None:
+        try:
+            done["result"] = _run_on_connection(db, sql, bounds, abandoned, allowed_functions)
+        except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
+            done["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True, name="macsql-sql")
+    worker.start()
+    worker.join(timeout + ABANDON_GRACE)
+    if worker.is_alive():
+        abandoned.set()
+        done.setdefault("error", _DeadlineExceeded("abandoned"))
+    if "error" in done:
+        return _classify_failure(sql, done["error"], time.perf_counter() - started, bounds, db)
+    result: ExecutionResult = done["result"]
     result.elapsed = time.perf_counter() - started
     return result
 
@@ -159,25 +211,102 @@ _GUARD_OUTCOMES: dict[str, Outcome] = {
 }
 
 
-def _fetch(
-    cursor: Any, max_rows: int | None, before_batch: Callable[[], None] | None = None
-) -> tuple[list[tuple[Any, ...]], bool]:
-    """Fetch up to `max_rows` rows in batches; one extra row tells whether more exist."""
-    rows: list[tuple[Any, ...]] = []
-    while max_rows is None or len(rows) <= max_rows:
-        want = FETCH_BATCH if max_rows is None else min(FETCH_BATCH, max_rows + 1 - len(rows))
-        if before_batch is not None:
-            before_batch()
-        batch = cursor.fetchmany(want)
-        if not batch:
-            break
-        rows.extend(tuple(r) for r in batch)
-    truncated = max_rows is not None and len(rows) > max_rows
-    return (rows[:max_rows] if truncated else rows), truncated
+def _run_on_connection(
+    db: DatabaseRef,
+    sql: str,
+    bounds: Bounds,
+    abandoned: threading.Event,
+    allowed_functions: tuple[str, ...],
+) -> ExecutionResult:
+    with get_engine(db).connect() as conn:
+        try:
+            if db.backend == "sqlite":
+                extra = make_policy(None, allowed_functions).allowed_functions
+                return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra))
+            if db.backend == "postgresql":
+                return _run_postgres(conn, sql, bounds)
+            if db.backend in _BACKEND_RUNNERS:
+                run = _BACKEND_RUNNERS[db.backend]
+                left = max(0.0, bounds.deadline - time.monotonic())
+                return ExecutionResult(
+                    sql,
+                    Outcome.OK,
+                    *run(
+                        conn, sql, left, bounds.max_rows, lambda cursor, _: _fetch(cursor, bounds)
+                    ),
+                )
+            return _run_generic(conn, sql, bounds)
+        finally:
+            if abandoned.is_set():  # the caller has gone: this connection may be mid-statement
+                conn.invalidate()
+
+
+def bounded_message(text: str | None, limit: int = MAX_ERROR_CHARS) -> str:
+    """A message on one line, cut to `limit` characters."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def row_bytes(row: Sequence[Any]) -> int:
+    """The memory a fetched row holds, roughly as Python stores it (a tuple of objects)."""
+    size = 56 + 8 * len(row)
+    for value in row:
+        if isinstance(value, str | bytes | bytearray | memoryview):
+            size += 49 + len(value)
+        else:
+            size += 32
+    return size
 
 
 class _DeadlineExceeded(Exception):
     """The whole execution (all fetches together) ran past its timeout."""
+
+
+class _ResultTooLarge(Exception):
+    """The rows fetched so far already exceed the byte budget."""
+
+
+def _fetch(cursor: Any, bounds: Bounds) -> tuple[list[tuple[Any, ...]], bool]:
+    """Fetch up to `max_rows` rows (one extra tells whether more exist) within the byte budget.
+
+    Batches start at one row and double, but never hold more rows than the budget left divided
+    by the largest row seen: a result of huge cells stops after the row that crosses the budget.
+    """
+    max_rows = bounds.max_rows
+    rows: list[tuple[Any, ...]] = []
+    used, largest, want = 0, 1, 1
+    while max_rows is None or len(rows) <= max_rows:
+        if time.monotonic() > bounds.deadline:
+            raise _DeadlineExceeded("canceling statement due to statement timeout")
+        want = min(want, FETCH_BATCH, max(1, (bounds.max_bytes - used) // largest))
+        if max_rows is not None:
+            want = min(want, max_rows + 1 - len(rows))
+        batch = cursor.fetchmany(want)
+        if not batch:
+            break
+        for raw_row in batch:
+            row = tuple(raw_row)
+            size = row_bytes(row)
+            used += size
+            largest = max(largest, size)
+            if used > bounds.max_bytes:
+                rows.clear()  # let the memory go before the message is built
+                raise _ResultTooLarge(_too_large_message(bounds.max_bytes))
+            rows.append(row)
+        want = 2 * len(batch)
+    truncated = max_rows is not None and len(rows) > max_rows
+    return (rows[:max_rows] if truncated else rows), truncated
+
+
+def _too_large_message(max_bytes: int) -> str:
+    return (
+        f"the result is larger than the {_mb(max_bytes)} budget (max_result_bytes); "
+        "select fewer or shorter columns, aggregate, or add a LIMIT"
+    )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1048576:g} MB" if size >= 1048576 else f"{size:,} bytes"
 
 
 def _columns(description: Sequence[Sequence[Any]] | None) -> list[str]:
@@ -214,69 +343,104 @@ Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int
 
 
 def _run_sqlite(
-    conn: Connection,
-    sql: str,
-    timeout: float,
-    max_rows: int | None,
-    authorizer: Authorizer | None = None,
+    conn: Connection, sql: str, bounds: Bounds, authorizer: Authorizer | None = None
 ) -> ExecutionResult:
     raw: Any = conn.connection.driver_connection
     # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
     # to the file, and query_only also refuses TEMP tables, whatever an earlier statement did.
     raw.execute("PRAGMA query_only = ON")
-    deadline = time.monotonic() + timeout
-    # SQLite calls the handler every N virtual-machine steps; a non-zero return aborts the
-    # statement with "interrupted", so the query really stops, with no thread left running.
-    raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    # No value may grow past the budget: a 50 MB printf() fails as it is built, not when fetched.
+    old_length = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(bounds.max_bytes, 1_000_000_000))
     raw.set_authorizer(authorizer or sqlite_authorizer())
+    # The watchdog interrupts from outside: one VM step can outlast any progress-handler tick.
+    alarm = WATCHDOG.arm(bounds.deadline, raw.interrupt)
     cursor = raw.cursor()
     try:
         cursor.execute(sql)
         columns = _columns(cursor.description)
-        rows, truncated = _fetch(cursor, max_rows) if cursor.description else ([], False)
+        rows, truncated = _fetch(cursor, bounds) if cursor.description else ([], False)
     finally:
+        fired = alarm.disarm()
         cursor.close()
         raw.set_authorizer(None)
-        raw.set_progress_handler(None, 0)
+        raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_length)
+    if fired:  # finished in the instant the alarm went off: the deadline still counts
+        raise _DeadlineExceeded("interrupted")
     return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
 
 
-def _run_postgres(
-    conn: Connection, sql: str, timeout: float, max_rows: int | None
-) -> ExecutionResult:
+class _PostgresStopper:
+    """Stops a PostgreSQL query at its deadline from the watchdog thread: a cancel request
+    first, and if the server goes on (some functions never check for cancellation), a
+    shutdown of the connection's socket, which makes the waiting driver call fail at once."""
+
+    def __init__(self, raw: Any, deadline: float) -> None:
+        self._raw = raw
+        self._alarms = [
+            WATCHDOG.arm(deadline, self._cancel),
+            WATCHDOG.arm(deadline + PG_ABANDON_GRACE, self._abandon),
+        ]
+
+    def _cancel(self) -> None:
+        # A cancel request opens its own connection to the server: not on the watchdog thread.
+        threading.Thread(target=self._send_cancel, daemon=True).start()
+
+    def _send_cancel(self) -> None:
+        # The query may have ended meanwhile, or the server be unreachable: nothing to do then.
+        with contextlib.suppress(Exception):
+            self._raw.cancel_safe(timeout=max(PG_ABANDON_GRACE, 1.0))
+
+    def _abandon(self) -> None:
+        # shutdown() on a duplicate of the socket ends the real one for both sides, without
+        # freeing anything the blocked driver call still uses.
+        sock = socket.socket(fileno=os.dup(self._raw.fileno()))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()
+
+    def disarm(self) -> bool:
+        """True when the deadline fired (the connection must then be discarded)."""
+        return any([alarm.disarm() for alarm in self._alarms])
+
+
+def _run_postgres(conn: Connection, sql: str, bounds: Bounds) -> ExecutionResult:
     raw: Any = conn.connection.driver_connection
     raw.rollback()
     raw.read_only = True
-    deadline = time.monotonic() + timeout
-
-    def limit_to_deadline() -> None:
-        # statement_timeout bounds each statement, and every FETCH is one: give each only the
-        # time left, so that a result streamed in many batches still stops at the deadline.
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _DeadlineExceeded("canceling statement due to statement timeout")
-        raw.execute(f"SET statement_timeout = {max(1, int(left * 1000))}")
-
+    # The server's own timeout as a second layer, for a connection the client has abandoned.
+    raw.execute(f"SET statement_timeout = {max(1, int(bounds.timeout * 1000))}")
+    stopper = _PostgresStopper(raw, bounds.deadline)
+    fired = False
     try:
-        limit_to_deadline()
         # A named (server-side) cursor streams rows, so a huge result never lands in memory.
         with raw.cursor(name="macsql_query") as cursor:
-            cursor.itersize = FETCH_BATCH
             cursor.execute(sql)
             columns = _columns(cursor.description)
-            rows, truncated = (
-                _fetch(cursor, max_rows, limit_to_deadline) if cursor.description else ([], False)
-            )
+            rows, truncated = _fetch(cursor, bounds) if cursor.description else ([], False)
+    except BaseException:
+        fired = stopper.disarm()
+        if fired:
+            conn.invalidate()  # cancelled or cut off: never hand this connection out again
+            raise _DeadlineExceeded("canceling statement due to statement timeout") from None
+        raise
     finally:
-        raw.rollback()
+        if not fired:
+            fired = stopper.disarm()
+            if fired:
+                conn.invalidate()
+            else:
+                raw.rollback()
+    if fired:
+        raise _DeadlineExceeded("canceling statement due to statement timeout")
     return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
 
 
-def _run_generic(conn: Connection, sql: str, max_rows: int | None) -> ExecutionResult:
+def _run_generic(conn: Connection, sql: str, bounds: Bounds) -> ExecutionResult:
     streamed = conn.execution_options(stream_results=True).exec_driver_sql(sql)
     try:
         columns = list(streamed.keys()) if streamed.returns_rows else []
-        rows, truncated = _fetch(streamed, max_rows) if streamed.returns_rows else ([], False)
+        rows, truncated = _fetch(streamed, bounds) if streamed.returns_rows else ([], False)
     finally:
         streamed.close()
         conn.rollback()
@@ -321,14 +485,32 @@ _REFUSED_MARKERS = (
 )
 
 
-def _classify_failure(sql: str, exc: Exception, elapsed: float, timeout: float) -> ExecutionResult:
+_TOO_LARGE_MARKERS = ("string or blob too big", "54000", "out of memory")
+
+
+def _classify_failure(
+    sql: str, exc: Exception, elapsed: float, bounds: Bounds, db: DatabaseRef
+) -> ExecutionResult:
     orig = getattr(exc, "orig", None) or exc
     message = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
     code = str(getattr(orig, "sqlstate", "") or "").lower()
-    probe = f"{message.lower()} {code}"
-    if any(m in probe for m in _TIMEOUT_MARKERS):
+    probe = f"{message[:2000].lower()} {code}"
+    hint = (
+        sqlite_open_hint(db.sqlite_path)
+        if db.sqlite_path is not None and "unable to open database file" in probe
+        else None
+    )
+    if hint is not None:
+        outcome = Outcome.DATABASE_ERROR
+        message = hint
+    elif isinstance(orig, _DeadlineExceeded) or any(m in probe for m in _TIMEOUT_MARKERS):
         outcome = Outcome.TIMEOUT
-        message = f"query exceeded the {timeout:g}s timeout and was interrupted"
+        message = f"query exceeded the {bounds.timeout:g}s timeout and was interrupted"
+    elif isinstance(orig, _ResultTooLarge):
+        outcome = Outcome.TOO_LARGE
+    elif any(m in probe for m in _TOO_LARGE_MARKERS):
+        outcome = Outcome.TOO_LARGE
+        message = f"{_too_large_message(bounds.max_bytes)} ({bounded_message(message, 120)})"
     elif any(m in probe for m in _REFUSED_MARKERS):
         outcome = Outcome.REJECTED
         message = f"the database refused it (macsql runs read-only): {message}"
@@ -339,5 +521,9 @@ def _classify_failure(sql: str, exc: Exception, elapsed: float, timeout: float) 
     else:
         outcome = Outcome.EXECUTION_ERROR
     return ExecutionResult(
-        sql, outcome, error=message, error_class=type(orig).__name__, elapsed=elapsed
+        sql,
+        outcome,
+        error=bounded_message(message, MAX_ERROR_CHARS if hint is None else 2 * MAX_ERROR_CHARS),
+        error_class=type(orig).__name__,
+        elapsed=elapsed,
     )

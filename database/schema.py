@@ -31,9 +31,12 @@ from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.duckdb_backend import DuckDBInspector
 from macsql.database.execution import Outcome, execute_sql
 
-SCHEMA_FORMAT_VERSION = 3
+SCHEMA_FORMAT_VERSION = 4
 LONG_TEXT_CHARS = 50
 SAMPLE_BLOCKS = 8
+MAX_SAMPLED_VALUE = 1000
+"""Longer values (characters, or bytes of a BLOB) are never fetched for value examples: a table
+of 10 MB BLOBs would otherwise cost gigabytes to sample, for examples that are never shown."""
 
 
 @dataclass
@@ -74,6 +77,8 @@ class SchemaInfo:
     dialect: str
     tables: list[TableInfo]
     foreign_keys: list[ForeignKey]
+    notes: list[str] = field(default_factory=list)
+    """Objects left out, and why (a view that no longer compiles)."""
 
     @property
     def total_columns(self) -> int:
@@ -117,6 +122,7 @@ class SchemaInfo:
                 for t in data["tables"]
             ],
             foreign_keys=[ForeignKey(**fk) for fk in data["foreign_keys"]],
+            notes=list(data.get("notes") or []),
         )
 
 
@@ -207,26 +213,42 @@ def build_schema(
     descriptions = load_descriptions(db.description_dir) if db.description_dir else {}
     tables: list[TableInfo] = []
     fks: list[ForeignKey] = []
+    notes: list[str] = []
     for name in table_names:
-        pk = set(inspector.get_pk_constraint(name).get("constrained_columns") or [])
-        columns = [
-            ColumnInfo(
-                name=c["name"],
-                type=str(c["type"]) if c.get("type") is not None else "",
-                primary_key=c["name"] in pk,
-            )
-            for c in inspector.get_columns(name)
-        ]
-        table = TableInfo(name, columns)
+        try:
+            table, table_fks = _introspect(inspector, name)
+        except Exception as exc:  # a view over a dropped table or column no longer compiles
+            first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+            why = " ".join((first[0] if first else type(exc).__name__).split())[:200]
+            notes.append(f"skipped {name!r}: it cannot be read ({why})")
+            continue
         _attach_descriptions(table, descriptions.get(name.lower(), {}))
         tables.append(table)
-        for fk in inspector.get_foreign_keys(name):
-            fks.extend(_foreign_keys(name, dict(fk), inspector))
-    schema = SchemaInfo(db.name, db.dialect, tables, _dedupe(fks, tables))
+        fks.extend(table_fks)
+    schema = SchemaInfo(db.name, db.dialect, tables, _dedupe(fks, tables), notes)
     if num_examples > 0:
         for table in schema.tables:
             _sample_examples(db, schema, table, num_examples, sample_rows, timeout)
     return schema
+
+
+def _introspect(inspector: Any, name: str) -> tuple[TableInfo, list[ForeignKey]]:
+    """A table's or view's columns and keys; raises when the database cannot describe it."""
+    pk = set(inspector.get_pk_constraint(name).get("constrained_columns") or [])
+    columns = [
+        ColumnInfo(
+            name=c["name"],
+            type=str(c["type"]) if c.get("type") is not None else "",
+            primary_key=c["name"] in pk,
+        )
+        for c in inspector.get_columns(name)
+    ]
+    fks: list[ForeignKey] = []
+    for fk in inspector.get_foreign_keys(name):
+        fks.extend(_foreign_keys(name, dict(fk), inspector))
+    if not columns:
+        raise ValueError("it has no columns")
+    return TableInfo(name, columns), fks
 
 
 def _foreign_keys(table: str, fk: dict[str, Any], inspector: Any) -> list[ForeignKey]:
@@ -317,11 +339,37 @@ def is_identifier_column(name: str) -> bool:
     return lowered == "id" or lowered.endswith("_id") or bool(re.search(r"[a-z0-9]I[dD]$", name))
 
 
+_FIXED_SIZE_TYPES = (*_NUMERIC_TYPES, *_DATE_TYPES, "BOOL", "UUID", "SERIAL", "MONEY")
+
+
+def _sampled_column(db: DatabaseRef, column: ColumnInfo, quote: Any) -> str:
+    """The select expression of a sampled column: a long value comes back as '' (never an
+    example, and not a NULL). The server measures it, so it never travels: SQLite's length() of
+    a BLOB does not even read it. PostgreSQL's CASE needs one type for both arms (and its stored
+    size, pg_column_size, is no guide: a long repetitive text compresses to a few bytes)."""
+    name = quote(column.name)
+    if db.backend == "sqlite":
+        return f"CASE WHEN length({name}) <= {MAX_SAMPLED_VALUE} THEN {name} ELSE '' END"
+    if db.backend != "postgresql":
+        return name
+    kind = column.type.upper()
+    if any(t in kind for t in _FIXED_SIZE_TYPES):
+        return name
+    if "BYTEA" in kind:
+        return (
+            f"CASE WHEN octet_length({name}) <= {MAX_SAMPLED_VALUE} THEN {name} ELSE ''::bytea END"
+        )
+    text_value = f"{name}::text"
+    return (
+        f"CASE WHEN octet_length({text_value}) <= {MAX_SAMPLED_VALUE} THEN {text_value} ELSE '' END"
+    )
+
+
 def _sample_rows(
-    db: DatabaseRef, table: str, columns: list[str], limit: int, timeout: float
+    db: DatabaseRef, table: str, columns: list[ColumnInfo], limit: int, timeout: float
 ) -> list[tuple[Any, ...]]:
     quote = get_engine(db).dialect.identifier_preparer.quote
-    cols = ", ".join(quote(c) for c in columns)
+    cols = ", ".join(_sampled_column(db, c, quote) for c in columns)
     source = quote(table)
     queries: list[str] = []
     if db.backend == "sqlite":
@@ -364,7 +412,7 @@ def _sample_examples(
     wanted = [c for c in table.columns if c.name not in keys and not c.primary_key]
     if not wanted:
         return
-    rows = _sample_rows(db, table.name, [c.name for c in wanted], sample_rows, timeout)
+    rows = _sample_rows(db, table.name, wanted, sample_rows, timeout)
     for index, col in enumerate(wanted):
         values = [r[index] for r in rows]
         col.has_nulls = any(v is None for v in values)

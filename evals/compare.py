@@ -91,12 +91,32 @@ def _remove_distinct_outside_quotes(sql: str) -> str:
     return "".join(pieces)
 
 
+FIRST_STATEMENT_NOTE = "first statement only, as the official Spider evaluator scores it"
+
+
+def first_statement(sql: str) -> str:
+    """The text up to and including the first `;` outside quotes and comments.
+
+    The official scorer's DISTINCT removal parses the SQL with sqlparse and keeps its first
+    statement, so `SELECT a; SELECT b` is scored as `SELECT a;`.
+    """
+    try:
+        tokens = _SQLITE_TOKENIZER().tokenize(sql)
+    except SqlglotError:
+        return sql
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            head = sql[: token.end + 1]
+            return head if sql[token.end + 1 :].strip() else sql
+    return sql
+
+
 @functools.lru_cache(maxsize=4096)
 def normalize_spider_sql(sql: str, *, keep_distinct: bool = False) -> str:
     """The form in which the official Spider scorer executes a query (gold or predicted)."""
     sql = join_spaced_comparisons(sql)
     if not keep_distinct:
-        sql = remove_distinct(sql)
+        sql = remove_distinct(first_statement(sql))
     return replace_current_year(sql)
 
 

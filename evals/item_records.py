@@ -12,6 +12,7 @@ from macsql.evals.datasets import EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.scoring import ItemScore, Reason, Scorer
 from macsql.evals.trace_file import TRACE_KEY
+from macsql.llm.deadlines import cancel_scope
 from macsql.llm.traces import recording_traces
 
 
@@ -86,16 +87,26 @@ async def _predict(
         }
     payload = {"question": item.question, "evidence": item.evidence, "db": item.db}
     started = time.perf_counter()
-    try:
-        call = graph.ainvoke(payload, context=context)
-        out = await (asyncio.wait_for(call, options.item_timeout) if options.item_timeout else call)
-    except TimeoutError as exc:
-        limit = options.item_timeout or 0.0
-        if limit and time.perf_counter() - started >= limit:
-            return _failed(f"item timed out after {limit:g}s")
-        return _failed(f"TimeoutError: {exc}")
-    except Exception as exc:  # a model or graph failure is this item's, not the run's
-        return _failed(f"{type(exc).__name__}: {exc}")
+    # The scope reaches the item's model calls in the executor's threads (they copy the
+    # context): when the item runs out of time, its calls end and send no more requests.
+    with cancel_scope() as cancel:
+        try:
+            call = graph.ainvoke(payload, context=context)
+            out = await (
+                asyncio.wait_for(call, options.item_timeout) if options.item_timeout else call
+            )
+        except TimeoutError as exc:
+            cancel.set()
+            limit = options.item_timeout or 0.0
+            if limit and time.perf_counter() - started >= limit:
+                return _failed(f"item timed out after {limit:g}s")
+            return _failed(f"TimeoutError: {exc}")
+        except Exception as exc:  # a model or graph failure is this item's, not the run's
+            cancel.set()
+            return _failed(f"{type(exc).__name__}: {exc}")
+        except BaseException:  # the run itself is cancelled: so are the item's model calls
+            cancel.set()
+            raise
     if not isinstance(out, dict):
         return _failed(f"pipeline returned {type(out).__name__}, not a dict")
     status = out.get("status") or ("ok" if out.get("sql") else "failed")

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from macsql.evals.datasets import DatasetName, EvalItem, load_dataset
 from macsql.evals.item_records import skipped_record
+from macsql.evals.lifetimes import lock_run_directory
 from macsql.evals.options import EvalOptions
 from macsql.evals.progress import Progress
 from macsql.evals.report import build_summary, write_reports
@@ -67,8 +68,23 @@ async def run_eval(
     dataset = load_dataset(
         cast(DatasetName, options.dataset), options.data_dir, options.split, db_url=options.db_url
     )
-    items = dataset.items[: options.limit] if options.limit else dataset.items
     out = Path(options.out).expanduser()
+    lock = lock_run_directory(out)  # before anything in `out` is read, cleared or written
+    try:
+        return await _run_locked(options, dataset, out, started, graph, on_record)
+    finally:
+        lock.close()
+
+
+async def _run_locked(
+    options: EvalOptions,
+    dataset: Any,
+    out: Path,
+    started: float,
+    graph: Any,
+    on_record: Callable[[dict[str, Any]], None] | None,
+) -> RunResult:
+    items = dataset.items[: options.limit] if options.limit else dataset.items
     records = prepare_out_dir(options, out)
     keep_traces_of(out / TRACES_FILE, records)  # a trace whose item has no result is rerun
     write_run_file(out, options, started=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import os
 import queue
 import sys
 import threading
@@ -23,6 +24,7 @@ from typing import Any
 
 from macsql.evals.datasets import EvalItem
 from macsql.evals.item_records import predict_and_score
+from macsql.evals.lifetimes import die_with_parent
 from macsql.evals.options import EvalOptions
 from macsql.evals.scoring import Scorer
 from macsql.graph.registry import resolve_pipeline
@@ -179,6 +181,7 @@ class WorkerPool:
                     self.position,
                     share,
                     self.results,
+                    os.getpid(),
                 ),
                 daemon=True,
             )
@@ -249,8 +252,10 @@ def _child_main(
     position: Any,
     concurrency: int,
     results: Any,
+    parent_pid: int,
 ) -> None:
     """A worker process: the same pipeline and scorer on the items it takes."""
+    die_with_parent(parent_pid)
     if options.cache:
         enable_llm_cache(options.cache)
     if graph is None:

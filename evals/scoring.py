@@ -2,6 +2,9 @@
 
 Every query runs through `execute_sql`: read-only, whole results, and a timeout that really
 interrupts SQLite. A prediction that fails or times out scores 0 (a timeout is counted apart).
+Results are bounded as in execution, with larger limits (`SCORING_MAX_ROWS`,
+`SCORING_MAX_BYTES`): a prediction whose result exceeds them scores 0 as `too_large`, where the
+official scorers would fetch it whole (a recursive CTE of 1 KB rows took 3 GB in 10 s).
 
 - Spider: a gold query that fails is a dataset error; its item is reported as skipped.
 - BIRD: a gold query that fails scores the item 0, as the official scorer does.
@@ -22,13 +25,25 @@ from typing import Any
 
 from macsql.database.connection import DatabaseNotFoundError, DatabaseRef, resolve_database
 from macsql.database.execution import ExecutionResult, Outcome, execute_sql
-from macsql.evals.compare import bird_equal, normalize_spider_sql, order_matters, spider_equal
+from macsql.evals.compare import (
+    FIRST_STATEMENT_NOTE,
+    bird_equal,
+    first_statement,
+    normalize_spider_sql,
+    order_matters,
+    spider_equal,
+)
 from macsql.evals.datasets import Dataset, EvalItem
 from macsql.evals.predictions import NO_PREDICTION
 from macsql.evals.ves import measure_time_ratio, r_ves, ves
 
 _VOLATILE = re.compile(r"random|'now'|current_(date|time|timestamp)|changes\s*\(", re.IGNORECASE)
 """Functions whose value can change between two runs of the same query."""
+
+SCORING_MAX_ROWS = 1_000_000
+"""The most rows a scored query may return; no gold result of Spider or BIRD dev comes near."""
+SCORING_MAX_BYTES = 256 * 1024 * 1024
+"""The byte budget of one scored result (see `execute_sql`)."""
 
 OFFICIAL_TIMEOUTS = {"spider": 60.0, "bird": 30.0}
 """Seconds per query in the official scorers (test-suite: 60; BIRD: 30)."""
@@ -40,6 +55,7 @@ class Reason(StrEnum):
     MISMATCH = "mismatch"
     PRED_ERROR = "pred_error"
     TIMEOUT = "timeout"
+    TOO_LARGE = "too_large"
     NO_PREDICTION = "no_prediction"
     GOLD_ERROR = "gold_error"
     GOLD_TIMEOUT = "gold_timeout"
@@ -83,14 +99,28 @@ class _Run:
     rows: list[tuple[Any, ...]]
     timeout: bool = False
     error: str | None = None
+    too_large: bool = False
 
     @classmethod
-    def of(cls, result: ExecutionResult) -> _Run:
+    def of(cls, result: ExecutionResult, max_rows: int) -> _Run:
+        if result.truncated:  # a capped result cannot be compared
+            return cls(False, [], error=f"more than {max_rows:,} rows", too_large=True)
         if result.outcome.ran:
             return cls(True, result.rows)
         return cls(
-            False, [], result.outcome == Outcome.TIMEOUT, f"{result.outcome}: {result.error}"
+            False,
+            [],
+            result.outcome == Outcome.TIMEOUT,
+            f"{result.outcome}: {result.error}",
+            result.outcome == Outcome.TOO_LARGE,
         )
+
+    @property
+    def failure(self) -> Reason:
+        """The reason of a failed predicted run."""
+        if self.timeout:
+            return Reason.TIMEOUT
+        return Reason.TOO_LARGE if self.too_large else Reason.PRED_ERROR
 
 
 class Scorer:
@@ -102,6 +132,8 @@ class Scorer:
         *,
         timeout: float | None = None,
         keep_distinct: bool = False,
+        max_rows: int = SCORING_MAX_ROWS,
+        max_bytes: int = SCORING_MAX_BYTES,
         allowed_functions: tuple[str, ...] = (),
         allowed_relations: tuple[str, ...] = (),
     ) -> None:
@@ -112,6 +144,8 @@ class Scorer:
         self.dataset = dataset
         self.timeout = timeout if timeout is not None else OFFICIAL_TIMEOUTS[dataset]
         self.keep_distinct = keep_distinct
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
         self.guard_lists = {
             "allowed_functions": tuple(allowed_functions),
             "allowed_relations": tuple(allowed_relations),
@@ -130,9 +164,15 @@ class Scorer:
         return ref
 
     def _run(self, db: str, sql: str) -> _Run:
-        return _Run.of(
-            execute_sql(self._ref(db), sql, timeout=self.timeout, max_rows=None, **self.guard_lists)
+        result = execute_sql(
+            self._ref(db),
+            sql,
+            timeout=self.timeout,
+            max_rows=self.max_rows,
+            max_bytes=self.max_bytes,
+            **self.guard_lists,
         )
+        return _Run.of(result, self.max_rows)
 
     def _gold(self, db: str, sql: str) -> _Run:
         key = (db, sql)
@@ -184,9 +224,14 @@ class Scorer:
         return None
 
     def _score_spider(self, item: EvalItem, pred_sql: str) -> ItemScore:
-        # The official scorer reads the placeholder " value " as 1 in predictions.
-        pred_sql = normalize_spider_sql(
-            pred_sql.replace(" value ", " 1 "), keep_distinct=self.keep_distinct
+        # The official scorer reads the placeholder " value " as 1 in predictions, and (when it
+        # removes DISTINCT, its default) runs the first statement only.
+        written = pred_sql.replace(" value ", " 1 ")
+        pred_sql = normalize_spider_sql(written, keep_distinct=self.keep_distinct)
+        note = (
+            FIRST_STATEMENT_NOTE
+            if not self.keep_distinct and first_statement(written) != written
+            else None
         )
         gold_sql = normalize_spider_sql(item.gold_sql, keep_distinct=self.keep_distinct)
         ordered = order_matters(gold_sql)
@@ -197,18 +242,17 @@ class Scorer:
                 return ItemScore(item.index, item.db_id, item.level, None, reason, gold.error)
             pred = self._prediction(db, pred_sql, gold_sql)
             if not pred.ok:
-                reason = Reason.TIMEOUT if pred.timeout else Reason.PRED_ERROR
-                return ItemScore(item.index, item.db_id, item.level, False, reason, pred.error)
+                detail = f"{pred.error}; {note}" if note else pred.error
+                return ItemScore(item.index, item.db_id, item.level, False, pred.failure, detail)
             if not spider_equal(gold.rows, pred.rows, ordered=ordered):
-                return ItemScore(item.index, item.db_id, item.level, False, Reason.MISMATCH)
-        return ItemScore(item.index, item.db_id, item.level, True)
+                return ItemScore(item.index, item.db_id, item.level, False, Reason.MISMATCH, note)
+        return ItemScore(item.index, item.db_id, item.level, True, detail=note)
 
     def _score_bird(self, item: EvalItem, pred_sql: str) -> ItemScore:
         db = item.db or ""
         pred = self._prediction(db, pred_sql, item.gold_sql)
         if not pred.ok:
-            reason = Reason.TIMEOUT if pred.timeout else Reason.PRED_ERROR
-            return ItemScore(item.index, item.db_id, item.level, False, reason, pred.error)
+            return ItemScore(item.index, item.db_id, item.level, False, pred.failure, pred.error)
         gold = self._gold(db, item.gold_sql)
         if not gold.ok:
             reason = Reason.GOLD_TIMEOUT if gold.timeout else Reason.GOLD_ERROR
@@ -225,6 +269,8 @@ class Scorer:
             item.gold_sql,
             iterations=iterations,
             timeout=self.timeout,
+            max_rows=self.max_rows,
+            max_bytes=self.max_bytes,
             **self.guard_lists,
         )
         return timing.ratio
@@ -263,6 +309,10 @@ def summarize_scores(scores: Sequence[ItemScore], levels: Sequence[str]) -> dict
         "n_errors": reasons.get(Reason.PRED_ERROR, 0),
         "n_no_prediction": reasons.get(Reason.NO_PREDICTION, 0),
         "n_timeouts": reasons.get(Reason.TIMEOUT, 0),
+        "n_too_large": reasons.get(Reason.TOO_LARGE, 0),
+        "n_first_statement_only": sum(
+            1 for s in scores if s.detail and FIRST_STATEMENT_NOTE in s.detail
+        ),
         "n_gold_errors": sum(
             1 for s in scores if s.reason in (Reason.GOLD_ERROR, Reason.GOLD_TIMEOUT)
         ),
@@ -403,6 +453,13 @@ def summary_text(summary: dict[str, Any], levels: Sequence[str]) -> str:
         f"errors {summary['n_errors']}, timeouts {summary['n_timeouts']}, "
         f"no prediction {summary['n_no_prediction']}"
     )
+    if summary.get("n_too_large"):
+        lines.append(f"  results over the scoring bounds: {summary['n_too_large']}")
+    if summary.get("n_first_statement_only"):
+        lines.append(
+            f"  {summary['n_first_statement_only']} predictions held several statements: "
+            "each was scored on its first, as the official Spider evaluator does"
+        )
     for reason, count in summary.get("skip_reasons", {}).items():
         lines.append(f"  skipped {count}: {reason}")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from macsql.database.connection import DatabaseRef
-from macsql.database.execution import execute_sql
+from macsql.database.execution import DEFAULT_MAX_RESULT_BYTES, execute_sql
 
 OFFICIAL_ITERATIONS = 100
 
@@ -88,6 +88,8 @@ def measure_time_ratio(
     *,
     iterations: int = OFFICIAL_ITERATIONS,
     timeout: float = 30.0,
+    max_rows: int | None = None,
+    max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     allowed_functions: tuple[str, ...] = (),
     allowed_relations: tuple[str, ...] = (),
 ) -> Timing:
@@ -104,14 +106,15 @@ def measure_time_ratio(
                 db,
                 sql,
                 timeout=timeout,
-                max_rows=None,
+                max_rows=max_rows,
+                max_bytes=max_bytes,
                 allowed_functions=allowed_functions,
                 allowed_relations=allowed_relations,
             )
             for sql in (pred_sql, gold_sql)
         )
         for result in (pred, gold):
-            if not result.outcome.ran:
+            if not result.outcome.ran or result.truncated:
                 return Timing(0.0, len(pred_times), f"{result.outcome}: {result.error}")
         pred_times.append(pred.elapsed)
         gold_times.append(gold.elapsed)

@@ -263,6 +263,14 @@ class BaseContext:
     )
     contextualizer_model: str | None = _model_override("follow-up question rewriter")
     answer_model: str | None = _model_override("answer writer")
+    max_result_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=_doc(
+            "Byte budget of one query result (with the row cap): a longer value or a larger "
+            "result stops the query with the outcome 'result_too_large', never out of memory.",
+            minimum=1024,
+        ),
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):

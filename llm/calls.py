@@ -8,11 +8,22 @@ back to text for the rest of the process when the model or server cannot do it
 
 A reply's text is its answer only: a reasoning model's thinking (`<think>` blocks, or the
 `reasoning_content` beside the text) goes to `ModelReply.reasoning`, and its tokens to usage.
+
+including servers with no tool-calling or structured-output support.
+
+`ModelSettings.timeout` is the call's total deadline, retries and backoff included: the request
+runs in a worker thread that the caller waits for with the time left (or until the call's
+`cancel_scope` is set), so the caller has control back within the timeout whatever the server
+does (silent, trickling, failing). The worker starts no request after that.
 """
 
 from __future__ import annotations
 
+import contextvars
+import random
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +32,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel
 
 from macsql.graph.state import Usage, merge_usage
-from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model
+from macsql.llm.deadlines import cancel_event, deadline_of_requests
+from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model, is_registered
 from macsql.llm.reasoning import reasoning_beside, split_reasoning
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
@@ -102,25 +114,42 @@ def call_model(
     messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
         messages.insert(0, SystemMessage(system))
+    entered = time.monotonic()
     try:
-        model = get_chat_model(settings)
+        model = get_chat_model(settings)  # the first call builds the client: part of its time
     except ModelConfigError as exc:
         return ModelReply("", f"{MODEL_FAILURE_PREFIXES[1]}: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
         return _failed_call(settings, agent, exc, 0.0)
     config: Any = {"tags": [f"macsql:{agent}"], "metadata": {AGENT_METADATA_KEY: agent}}
+    built = time.monotonic() - entered
     attempt = StructuredAttempt()
     if schema is not None:
         with model_request_slot():
-            attempt = ask_structured(settings, model, schema, messages, config)
+            # The structured request is bounded by the same model_timeout.
+            started_structured = time.monotonic()
+            try:
+                attempt = _within_deadline(
+                    lambda _stop: ask_structured(settings, model, schema, messages, config),
+                    started_structured + settings.timeout - built,
+                    settings,
+                )
+            except Exception as exc:  # the deadline, or the cancel scope
+                return _failed_call(settings, agent, exc, time.monotonic() - started_structured)
+            built += time.monotonic() - started_structured  # a refusal's time counts too
         if attempt.error is not None:
             return _failed_call(settings, agent, attempt.error, attempt.latency)
         if attempt.raw is not None:
             return _reply_of(attempt.raw, agent, attempt.latency, attempt.parsed)
-    with model_request_slot():  # latency counts from the slot, not the wait for it
+    with model_request_slot():  # latency and the deadline count from the slot, not the wait
         started = time.perf_counter()
         try:
-            reply = model.invoke(messages, config=config, **_request_options(model, agent))
+            retries = 0 if is_registered(settings.model) else settings.max_retries
+            deadline = time.monotonic() + settings.timeout - built
+            options = _request_options(model, agent)
+            reply = _invoke_within_deadline(
+                model, messages, config, settings, retries, deadline, options
+            )
         except Exception as exc:  # timeouts, HTTP errors after retries, provider errors
             failed = _failed_call(settings, agent, exc, time.perf_counter() - started)
             failed.usage = merge_usage(attempt.usage(agent), failed.usage)
@@ -130,6 +159,98 @@ def call_model(
     answered.usage = merge_usage(attempt.usage(agent), answered.usage)
     answered.notes = attempt.notes
     return answered
+
+
+class ModelDeadlineError(TimeoutError):
+    """The call, retries included, did not finish within `model_timeout`."""
+
+
+class ModelCallCancelled(Exception):
+    """The call's cancel scope was set (its eval item ran out of time)."""
+
+
+_POLL = 0.05
+"""Seconds between checks of the cancel scope while a call is waited for."""
+
+
+def _invoke_within_deadline(
+    model: Any,
+    messages: list[BaseMessage],
+    config: Any,
+    settings: ModelSettings,
+    retries: int,
+    deadline: float,
+    options: dict[str, Any],
+) -> Any:
+    """`model.invoke` with retries, given back by `deadline` (time.monotonic())."""
+
+    def attempts(stop: threading.Event) -> Any:
+        for attempt in range(retries + 1):
+            try:
+                return model.invoke(messages, config=config, **options)
+            except Exception as exc:
+                if attempt == retries or not _retryable(exc):
+                    raise
+            pause = min(8.0, 0.5 * 2**attempt) * random.uniform(0.75, 1.25)
+            if deadline - time.monotonic() <= pause or stop.wait(pause):
+                raise ModelDeadlineError(_deadline_message(settings))
+        raise AssertionError("unreachable")
+
+    return _within_deadline(attempts, deadline, settings)
+
+
+def _deadline_message(settings: ModelSettings) -> str:
+    return f"no reply within model_timeout ({settings.timeout:g}s, retries included)"
+
+
+def _within_deadline(
+    work: Callable[[threading.Event], Any], deadline: float, settings: ModelSettings
+) -> Any:
+    """`work(stop)` in a worker thread, its result or its exception given back by `deadline`;
+    past it (or once the cancel scope is set) `stop` is set and the caller gets an error."""
+    stop = threading.Event()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        with deadline_of_requests(deadline):
+            try:
+                box["reply"] = work(stop)
+            except BaseException as exc:  # an interrupt is handed to the caller as is
+                box["error"] = exc
+
+    # The worker sees the caller's context: callbacks, tags and the cancel scope.
+    worker = threading.Thread(
+        target=contextvars.copy_context().run, args=(run,), daemon=True, name="macsql-model"
+    )
+    worker.start()
+    cancel = cancel_event()
+    while worker.is_alive():
+        left = deadline - time.monotonic()
+        if cancel is not None and cancel.is_set():
+            stop.set()
+            raise ModelCallCancelled("the model call was cancelled: its item ran out of time")
+        if left <= 0:
+            stop.set()
+            raise ModelDeadlineError(_deadline_message(settings))
+        worker.join(min(left, _POLL) if cancel is not None else left)
+    if "reply" in box:
+        return box["reply"]
+    raise box["error"]
+
+
+_RETRY_STATUS = (408, 409, 429)
+_RETRY_WORDS = ("timeout", "connection", "ratelimit", "overloaded", "unavailable")
+
+
+def _retryable(exc: Exception) -> bool:
+    """Rate limits, server errors, timeouts and dropped connections are worth another try."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        return status in _RETRY_STATUS or status >= 500
+    name = type(exc).__name__.lower()
+    return any(word in name for word in _RETRY_WORDS)
 
 
 def _request_options(model: BaseChatModel, agent: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 from langchain_core.language_models import BaseChatModel
 
+from macsql.llm.deadlines import deadline_http_client
 from macsql.llm.settings import ModelSettings
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -50,6 +51,13 @@ def registered_chat_model(name: str, model: BaseChatModel) -> Iterator[str]:
         yield name
     finally:
         unregister_chat_model(name)
+
+
+def is_registered(name: str) -> bool:
+    """True when `name` is a model object given to register_chat_model (it retries, or not,
+    as its owner built it; `call_model` adds no retries of its own)."""
+    with _lock:
+        return name in _registered
 
 
 def _split(model: str) -> tuple[str, str]:
@@ -117,12 +125,16 @@ def _build_client(
     kwargs: dict[str, object] = {
         "temperature": settings.temperature,
         "timeout": settings.timeout,
-        "max_retries": settings.max_retries,
+        # call_model retries itself, within the call's total deadline (llm/deadlines.py).
+        "max_retries": 0,
     }
     if base_url:
         kwargs["base_url"] = base_url
     if api_key:
         kwargs["api_key"] = api_key
+    if provider == "openai":
+        # call_model owns the deadline; this client honours it (llm/deadlines.py).
+        kwargs["http_client"] = deadline_http_client(settings.timeout)
     if settings.max_tokens:
         kwargs["max_tokens"] = settings.max_tokens
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from macsql.database.execution import Outcome
 from macsql.graph.state import Candidate, ExecutionRecord
+from macsql.nodes.quoting import shown_cell, shown_message, shown_name
 
 PREVIEW_ROWS = 10
 
@@ -27,19 +28,20 @@ def render_result(
     record = record or {}
     outcome = record.get("outcome", "not run")
     if not ran(record):
-        return f"the query failed ({outcome}): {record.get('error') or 'no message'}"
+        return f"the query failed ({outcome}): {shown_message(record.get('error'))}"
     rows = record.get("rows") or []
     total = record.get("row_count", len(rows))
     if not rows:
         return "the query ran and returned no rows"
-    columns = [str(c) for c in record.get("columns") or []] or [
+    columns = [shown_name(c) for c in record.get("columns") or []] or [
         f"col{i + 1}" for i in range(len(rows[0]))
     ]
     if not cells:
         return result_shape(record, columns)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows[:max_rows]:
-        lines.append("| " + " | ".join("NULL" if v is None else str(v) for v in row) + " |")
+        # Cells are data: quoted and bounded, so none can break the table or give orders.
+        lines.append("| " + " | ".join(shown_cell(v) for v in row) + " |")
     shown = min(len(rows), max_rows)
     more = "+" if record.get("truncated") else ""
     note = f"{total}{more} row(s)" + (f", first {shown} shown" if shown < total or more else "")

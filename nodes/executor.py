@@ -65,6 +65,7 @@ def _execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRe
         sql,
         timeout=context.query_timeout,
         max_rows=context.max_rows,
+        max_bytes=context.max_result_bytes,
         allowed_functions=context.allowed_functions,
         allowed_relations=context.allowed_relations,
     )

@@ -23,6 +23,7 @@ from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.executor import final_fields
 from macsql.nodes.failures import model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.quoting import shown_message
 from macsql.nodes.r3_kshot import format_examples
 from macsql.prompts import render_prompt
 
@@ -170,7 +171,7 @@ def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
         "r3_writer_debug",
         outcome=failed.get("outcome", "unknown"),
         error_class=failed.get("error_class") or "none",
-        error=failed.get("error") or "none",
+        error=shown_message(failed.get("error")),
     )
     history: list[Message] = [*(state.get("history") or []), {"role": "user", "content": error}]
     update, written = _ask(state, runtime, history, f"debug {turn}")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from macsql.database.connection import DatabaseNotFoundError, resolve_database
+from macsql.database.connection import (
+    DatabaseNotFoundError,
+    resolve_database,
+    sqlite_open_hint,
+)
 from macsql.database.connection_errors import describe_database_error
 from macsql.database.schema import load_schema
 from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
@@ -50,10 +54,19 @@ def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeli
             timeout=context.query_timeout,
         )
     except Exception as exc:  # unreachable server, corrupt file, permission denied
-        return fail(f"cannot read the schema of {db.safe_url}: {describe_database_error(exc)}")
+        hint = sqlite_open_hint(db.sqlite_path) if db.sqlite_path is not None else None
+        reason = hint or describe_database_error(exc)
+        return fail(f"cannot read the schema of {db.safe_url}: {reason}")
     if not schema.tables:
         return fail(f"the database {db.safe_url} has no tables")
-    emit(runtime, "load_schema", "done", tables=len(schema.tables), columns=schema.total_columns)
+    emit(
+        runtime,
+        "load_schema",
+        "done",
+        tables=len(schema.tables),
+        columns=schema.total_columns,
+        notes=schema.notes,
+    )
     schema_text, foreign_keys_text = rendered_schema(schema)
     return {
         "dialect": db.dialect,

@@ -2,41 +2,25 @@
 
 Everything that comes from the database (value examples, descriptions) appears only as a quoted,
 one-line, length-limited JSON string with `<` and `>` escaped, so no value can read as an
-instruction or close the prompts' `<schema>` block.
+instruction or close the prompts' `<schema>` block; names that do not look like names are shown
+the same way (`nodes/quoting.py`).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import weakref
-from typing import Any
 
 from macsql.database.schema import ColumnInfo, SchemaInfo
+from macsql.nodes.quoting import quoted as _quoted
+from macsql.nodes.quoting import shown_name
 
 MAX_EXAMPLE_CHARS = 40
 MAX_DESCRIPTION_CHARS = 240
 
 
-def _quoted(value: Any, limit: int) -> str:
-    """A value as a JSON literal, cut to `limit` characters: data, never instructions."""
-    if isinstance(value, str):
-        flat = " ".join(value.split())
-        if len(flat) > limit:
-            flat = flat[: limit - 1] + "…"
-        return _escape_markup(json.dumps(flat, ensure_ascii=False))
-    if isinstance(value, int | float | bool):
-        return json.dumps(value)
-    return _escape_markup(json.dumps(str(value)))
-
-
-def _escape_markup(literal: str) -> str:
-    """`<` and `>` as JSON escapes, so no value can close the prompt's <schema> block."""
-    return literal.replace("<", "\\u003c").replace(">", "\\u003e")
-
-
 def render_column(col: ColumnInfo) -> str:
-    parts = [f"{col.name}: {col.type or 'ANY'}"]
+    parts = [f"{shown_name(col.name)}: {shown_name(col.type) if col.type else 'ANY'}"]
     if col.primary_key:
         parts.append("primary key")
     if col.full_name and col.full_name.lower() != col.name.lower():
@@ -57,7 +41,7 @@ def render_schema(schema: SchemaInfo) -> str:
     """One block per table, in MAC-SQL's layout."""
     blocks = []
     for table in schema.tables:
-        lines = [f"# Table: {table.name}", "["]
+        lines = [f"# Table: {shown_name(table.name)}", "["]
         lines += [f"  {render_column(c)}," for c in table.columns]
         if len(lines) > 2:
             lines[-1] = lines[-1].rstrip(",")
@@ -69,8 +53,14 @@ def render_schema(schema: SchemaInfo) -> str:
 def render_foreign_keys(schema: SchemaInfo) -> str:
     """`t1.c = t2.c` lines, columns quoted the way the database's dialect quotes them."""
     q = '"' if schema.dialect == "postgres" else "`"
+
+    def column(name: str) -> str:
+        shown = shown_name(name)
+        return f"{q}{shown}{q}" if shown == name else shown
+
     return "\n".join(
-        f"{fk.table}.{q}{fk.column}{q} = {fk.ref_table}.{q}{fk.ref_column}{q}"
+        f"{shown_name(fk.table)}.{column(fk.column)} = "
+        f"{shown_name(fk.ref_table)}.{column(fk.ref_column)}"
         for fk in schema.foreign_keys
     )
 

@@ -20,6 +20,7 @@ from macsql.nodes.execution_records import ran, render_result
 from macsql.nodes.failures import model_failure
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
+from macsql.nodes.quoting import shown_message
 from macsql.nodes.replies import extract_json_object
 from macsql.nodes.reply_schemas import ReviewAnswer
 from macsql.prompts import render_prompt
@@ -64,7 +65,7 @@ def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
             "verdict": "error",
             "source": "execution",
             "reason": f"the query did not execute ({record.get('outcome', 'not run')}): "
-            f"{record.get('error') or 'no message'}",
+            f"{shown_message(record.get('error'))}",
         }
         emit(runtime, AGENT, "done", **review)
         return {"review": review, "original_sql": sql}

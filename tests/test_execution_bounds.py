@@ -159,7 +159,7 @@ def test_sqlite_query_only_is_reasserted_on_every_use(sqlite_copy: Path) -> None
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
         raw.execute("PRAGMA query_only = OFF")  # as if something had switched it off
-        result = execution._run_sqlite(conn, "SELECT 1", 5, 10)
+        result = execution._run_sqlite(conn, "SELECT 1", execution.Bounds.starting_now(5, 10))
         assert result.rows == [(1,)]
         assert raw.execute("PRAGMA query_only").fetchone() == (1,)
 
@@ -172,7 +172,9 @@ def test_postgres_session_changes_do_not_survive_one_execution(
     with get_engine(ref).connect() as conn:
         # set_config slipped past the guard: it runs, inside the read-only transaction...
         execution._run_postgres(
-            conn, "SELECT set_config('default_transaction_read_only', 'off', false)", 5, 10
+            conn,
+            "SELECT set_config('default_transaction_read_only', 'off', false)",
+            execution.Bounds.starting_now(5, 10),
         )
         # ...and is rolled back with it: the same connection still refuses writes.
         with pytest.raises(Exception, match="read-only transaction"):

@@ -5,6 +5,9 @@ each, written for this project. Each runs through `execute_sql` against Spider's
 a writable temporary copy of the SQLite file, and the copy loaded into PostgreSQL. A checksum of
 the whole database (SQLite: the file's bytes; PostgreSQL: every row of every table, plus roles,
 privileges, settings and extensions) is taken before and after each statement.
+
+`tests/data/bombs_sqlite.sql` and `tests/data/bombs_postgres.sql` hold expensive functions and
+size bombs: each must end within its timeout + 0.5 s and under a stated peak RSS.
 """
 
 from __future__ import annotations
@@ -317,3 +320,126 @@ def test_hostile_value_in_postgres_reaches_prompt_as_data_and_writes_nothing(
         with engine.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         engine.dispose()
+
+
+# --- expensive functions and size bombs: bounded in time and memory --------------------------
+
+SQLITE_BOMBS = load_corpus(DATA / "bombs_sqlite.sql")
+POSTGRES_BOMBS = load_corpus(DATA / "bombs_postgres.sql")
+BOMB_TIMEOUT = 2.0
+BOMB_BUDGET = 64 * 1024 * 1024  # the default of Context.max_result_bytes
+BOMB_RSS_BOUND_MB = 600
+# What each entry's outcome may be: the one it names, or a refusal by the guard (the allow-list
+# may refuse a function the corpus expected to run).
+BOMB_ENDINGS = {
+    "timeout": {"timeout"},
+    "result_too_large": {"result_too_large"},
+    "bounded": {"timeout", "result_too_large"},
+}
+
+_BOMB_RUN = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[3])
+from test_hostile_corpus import load_corpus
+from pathlib import Path
+from macsql.database.connection import resolve_database
+from macsql.database.execution import execute_sql
+ref = resolve_database(sys.argv[1])
+execute_sql(ref, "SELECT 1")
+out = []
+for entry in load_corpus(Path(sys.argv[2])):
+    started = time.monotonic()
+    result = execute_sql(ref, entry.sql, timeout=float(sys.argv[4]), max_rows=None,
+                         max_bytes=int(sys.argv[5]))
+    out.append([entry.line, entry.kind, result.outcome.value, time.monotonic() - started,
+                (result.error or "")[:120]])
+print(json.dumps({"entries": out,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def run_bombs(db: str, corpus: Path) -> dict[str, Any]:
+    """Every entry of a bomb corpus through execute_sql, in a fresh process (its peak RSS is
+    the corpus's own), with no row cap, as the scorers run predictions."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _BOMB_RUN,
+            db,
+            str(corpus),
+            str(Path(__file__).parent),
+            str(BOMB_TIMEOUT),
+            str(BOMB_BUDGET),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def pg_rows_digest(ref: DatabaseRef) -> str:
+    engine = writable_engine(ref.url)
+    digest = hashlib.sha256()
+    try:
+        with engine.connect() as conn:
+            tables = conn.execute(
+                text(
+                    "SELECT table_schema, table_name FROM information_schema.tables WHERE "
+                    "table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"
+                )
+            ).all()
+            for schema, table in tables:
+                rows = conn.execute(
+                    text(f'SELECT t::text FROM "{schema}"."{table}" AS t ORDER BY 1')
+                ).scalars()
+                digest.update(f"{schema}.{table}\n".encode())
+                for row in rows:
+                    digest.update(row.encode() + b"\n")
+    finally:
+        engine.dispose()
+    return digest.hexdigest()
+
+
+def assert_bombs_bounded(report: dict[str, Any], corpus: list[HostileEntry]) -> None:
+    assert len(report["entries"]) == len(corpus)
+    for line, kind, outcome, elapsed, error in report["entries"]:
+        assert outcome in BOMB_ENDINGS[kind] | {"rejected"}, f"L{line}: {outcome} ({error})"
+        assert elapsed <= BOMB_TIMEOUT + 0.5 + 0.2, f"L{line}: took {elapsed:.2f}s"
+    assert report["peak_rss_mb"] < BOMB_RSS_BOUND_MB, report["peak_rss_mb"]
+
+
+def test_bomb_corpora_have_both_classes() -> None:
+    for corpus in (SQLITE_BOMBS, POSTGRES_BOMBS):
+        assert len(corpus) >= 12
+        kinds = {e.kind for e in corpus}
+        assert kinds <= set(BOMB_ENDINGS) and "timeout" in kinds
+        assert kinds & {"result_too_large", "bounded"}
+
+
+def test_sqlite_bombs_end_in_time_within_the_budget(sqlite_target: SqliteTarget) -> None:
+    before = file_digest(sqlite_target.path)
+    report = run_bombs(str(sqlite_target.path), DATA / "bombs_sqlite.sql")
+    assert_bombs_bounded(report, SQLITE_BOMBS)
+    assert file_digest(sqlite_target.path) == before
+
+
+@pytest.mark.postgres
+def test_postgres_bombs_end_in_time_within_the_budget(
+    pg_spider: Callable[[str], DatabaseRef],
+) -> None:
+    ref = pg_spider("concert_singer")
+    # The rows of this database only: the run lasts long enough for other users of a shared
+    # server to create databases or roles, which pg_checksum also covers.
+    before = pg_rows_digest(ref)
+    report = run_bombs(ref.url, DATA / "bombs_postgres.sql")
+    assert_bombs_bounded(report, POSTGRES_BOMBS)
+    assert pg_rows_digest(ref) == before
+    assert execute_sql(ref, "SELECT count(*) FROM singer").rows == [(6,)]

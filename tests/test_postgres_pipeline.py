@@ -73,7 +73,8 @@ def test_ask_on_postgres_with_a_refine(
     assert out["rows"] == [list(row) for row in expected.fetchall()]
     assert len(out["rows"]) >= 2
     assert "PostgreSQL" in decomposer_prompt and "double quotes" in decomposer_prompt
-    assert 'column "France" does not exist' in refiner_prompt
+    # the database's message, quoted as data (its own quotes escaped)
+    assert '"column \\"France\\" does not exist' in refiner_prompt
     assert "UndefinedColumn" in refiner_prompt
 
 

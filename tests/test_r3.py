@@ -219,7 +219,7 @@ def test_three_personas_are_generated_and_all_three_review_in_parallel(db: str) 
     # Each persona is a reviewer's system prompt, and each reviewer saw the result table.
     seen = sorted(next(p for p in PERSONAS if p in r) for r in script.prompts["reviewer"])
     assert seen == sorted(PERSONAS)
-    assert all("| Cy |" in r and GOOD_SQL in r for r in script.prompts["reviewer"])
+    assert all('| "Cy" |' in r and GOOD_SQL in r for r in script.prompts["reviewer"])
     # The writer got all three comments.
     for comment in comments.values():
         assert comment in script.prompts["revise"][0]

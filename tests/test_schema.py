@@ -101,7 +101,8 @@ def _make_big(path: Path, rows: int) -> None:
 def test_value_sampling_reads_a_bounded_number_of_rows(tmp_path: Path) -> None:
     path = tmp_path / "big.sqlite"
     _make_big(path, 50_000)
-    rows = _sample_rows(resolve_database(str(path)), "big", ["kind", "amount"], 400, 10.0)
+    columns = [ColumnInfo("kind", "TEXT"), ColumnInfo("amount", "REAL")]
+    rows = _sample_rows(resolve_database(str(path)), "big", columns, 400, 10.0)
     assert 0 < len(rows) <= 408
     # Rows come from across the table, not only its start.
     assert max(r[1] for r in rows) > 20_000

@@ -138,7 +138,7 @@ def test_review_pass_keeps_the_sql(db: str) -> None:
     # Only the reviewer was asked, with the SQL and its executed result.
     assert list(script.prompts) == ["reviewer"] and len(script.prompts["reviewer"]) == 1
     prompt = script.prompts["reviewer"][0]
-    assert GOOD_SQL in prompt and "| Cy |" in prompt and "clause" in prompt
+    assert GOOD_SQL in prompt and '| "Cy" |' in prompt and "clause" in prompt
     assert out["usage"]["reviewer"]["calls"] == 1 and "query_crafter" not in out["usage"]
 
 

@@ -21,6 +21,10 @@ A responder may also be a mapping from an agent's name (`Agent` values: "decompo
 that made it, which `call_model` names in the run's metadata (in-process) and in the
 `X-Macsql-Agent` header (over HTTP), so a test's script does not depend on the wording of any
 prompt.
+
+The server also injects faults, to test that a call is bounded whatever the server does: a
+`Trickle` reply sends its answer one byte at a time, slowly; a `Silent` reply accepts the request
+and never answers.
 """
 
 from __future__ import annotations
@@ -46,6 +50,21 @@ from macsql.llm.calls import AGENT_HEADER, AGENT_METADATA_KEY
 
 
 @dataclass(frozen=True)
+class Trickle:
+    """A fault for the server: a 200 answer whose body comes one byte every `interval` s."""
+
+    interval: float = 2.0
+    text: str = "```sql\nSELECT 1\n```"
+
+
+@dataclass(frozen=True)
+class Silent:
+    """A fault for the server: the request is accepted and no byte comes back for `seconds`."""
+
+    seconds: float = 3600.0
+
+
+@dataclass(frozen=True)
 class ScriptedReply:
     """A reply with more than text: a reasoning model's thinking, or how the reply ended."""
 
@@ -56,7 +75,7 @@ class ScriptedReply:
     """'length' plays a reply cut off at the token limit."""
 
 
-Reply = str | int | BaseException | dict[str, Any] | ScriptedReply
+Reply = str | int | BaseException | dict[str, Any] | ScriptedReply | Trickle | Silent
 Responder = Callable[[str], Reply]
 Script = Responder | Sequence[Reply]
 AgentScripts = Mapping[str, Script | Reply]
@@ -125,7 +144,7 @@ class _Script:
 
 def _as_script(responder: Script | Reply) -> Script:
     """A fixed reply (text, HTTP status or exception) answers every call; scripts stay."""
-    if isinstance(responder, str | int | BaseException | dict | ScriptedReply):
+    if isinstance(responder, str | int | BaseException | dict | ScriptedReply | Trickle | Silent):
         fixed = responder
         return lambda _prompt: fixed
     return responder
@@ -164,6 +183,8 @@ class ScriptedChatModel(BaseChatModel):
             raise reply
         if isinstance(reply, int):
             raise RuntimeError(f"scripted HTTP error {reply}")
+        if isinstance(reply, Trickle | Silent):
+            raise TypeError(f"{type(reply).__name__} is a fault for ScriptedOpenAIServer only")
         parts = _parts(reply)
         answer = _as_text(parts.content)
         prompt_tokens, reply_tokens = _estimate_tokens(text), _estimate_tokens(answer)
@@ -279,6 +300,7 @@ class ScriptedOpenAIServer:
         self.peak_in_flight = 0
         self.bodies: list[dict[str, Any]] = []
         self._count_lock = threading.Lock()
+        self._stopping = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -329,6 +351,13 @@ class ScriptedOpenAIServer:
                     time.sleep(server.delay)
                 with server._count_lock:
                     server.in_flight -= 1
+                if isinstance(reply, Silent):
+                    server._stopping.wait(reply.seconds)
+                    self.close_connection = True
+                    return
+                if isinstance(reply, Trickle):
+                    self._trickle(body.get("model", "scripted"), reply)
+                    return
                 if isinstance(reply, int):
                     why = (
                         f"this server does not support {structured}"
@@ -369,6 +398,37 @@ class ScriptedOpenAIServer:
                             "usage": usage,
                         },
                     )
+
+            def _trickle(self, model: str, fault: Trickle) -> None:
+                data = json.dumps(
+                    {
+                        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": fault.text},
+                            }
+                        ],
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.flush()
+                self.close_connection = True
+                try:
+                    for i in range(len(data)):
+                        if server._stopping.wait(fault.interval):
+                            return
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                except OSError:  # the client gave up: what a trickle is for
+                    return
 
             def _send_json(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -451,6 +511,7 @@ class ScriptedOpenAIServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # ends silent and trickling answers still in progress
         self._httpd.shutdown()
         self._httpd.server_close()
 

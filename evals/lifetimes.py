@@ -1,0 +1,76 @@
+"""Worker processes die with their parent, and one run directory has one writer.
+
+A worker forked by `eval --processes N` must not outlive its parent: after a `kill -9` of the
+parent it would go on sending paid model requests whose results nobody reads. On Linux the
+kernel kills it (`PR_SET_PDEATHSIG`); elsewhere, and as a second layer, a thread checks every
+second that the parent is still the one that started it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import fcntl
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from macsql.evals.results import RunDirectoryError
+
+_PR_SET_PDEATHSIG = 1
+_PARENT_POLL = 1.0
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Make this process end when `parent_pid` (its parent) ends."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the polling thread below still holds
+    if os.getppid() != parent_pid:  # the parent died before the signal was set up
+        os._exit(1)
+    threading.Thread(
+        target=_watch_parent, args=(parent_pid,), daemon=True, name="macsql-parent-watch"
+    ).start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(_PARENT_POLL)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+LOCK_FILE = ".macsql-eval.lock"
+
+
+class RunDirectoryBusy(RunDirectoryError):
+    """Another eval is writing to the same run directory."""
+
+
+def lock_run_directory(out: Path) -> IO[str]:
+    """An exclusive lock on `out`, held while the returned file stays open; refuses at once
+    (never waits) when another process holds it."""
+    out.mkdir(parents=True, exist_ok=True)
+    handle = (out / LOCK_FILE).open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise RunDirectoryBusy(
+            f"another macsql eval (pid {holder}) is writing to {out}; wait for it to end, "
+            "or give this run another --out"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle

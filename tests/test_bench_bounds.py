@@ -1,0 +1,37 @@
+"""The bounds benchmark runs a case in its own process and reports time, overrun and peak RSS."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_bounds.py"
+
+
+def _case(name: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--case", name], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+@pytest.mark.parametrize(
+    ("case", "outcome"),
+    [
+        ("sqlite_big_cells", "result_too_large"),
+        ("sqlite_slow_steps", "timeout"),
+        ("model_trickle", "failed"),
+    ],
+)
+def test_a_case_ends_in_time_and_under_the_memory_bound(case: str, outcome: str) -> None:
+    report = _case(case)
+    assert report["case"] == case and report["outcome"] == outcome
+    assert float(report["overrun_s"]) <= 0.5 + 0.25  # (slack for a loaded test machine)
+    # 100 cells of 40 MB peaked at 3.9 GB before the byte budget
+    assert float(report["peak_rss_mb"]) < 600
