@@ -163,6 +163,9 @@ def _print_result(console: Console, output: dict[str, Any]) -> None:
         console.print(table)
         if output.get("truncated"):
             console.print("(rows truncated at the row cap)")
+    if output.get("answer"):  # Context.answer: the result in words
+        console.print("Answer:", style="bold")
+        console.print(output["answer"], markup=False)
     attempts = output.get("attempts") or 0
     outcome = f" ({output['outcome']})" if output.get("outcome") else ""
     console.print(

@@ -30,8 +30,42 @@ class PredictionsFormatError(ValueError):
 
 
 def one_line(sql: str | None) -> str:
-    """`sql` on one line: each run of line breaks or tabs (and the spaces around) is one space."""
-    return _LINE_BREAKS.sub(" ", sql or "").strip()
+    """`sql` on one line: each run of line breaks or tabs (and the spaces around) is one space.
+
+    `--` comments are dropped first: on one line, a comment would swallow the rest of the query.
+    """
+    return _LINE_BREAKS.sub(" ", _without_line_comments(sql or "")).strip()
+
+
+def _without_line_comments(sql: str) -> str:
+    """`sql` with every `-- ...` comment removed up to its line break; quoted text is kept."""
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        char = sql[i]
+        if char in "'\"`":  # a literal or quoted name runs to its closing quote ('' is a quote)
+            end = i + 1
+            while end < n:
+                if sql[end] == char:
+                    if end + 1 < n and sql[end + 1] == char:
+                        end += 2
+                        continue
+                    break
+                end += 1
+            out.append(sql[i : end + 1])
+            i = end + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end == -1 else end
+        elif sql.startswith("/*", i):  # a block comment may hold "--"; it stays as written
+            end = sql.find("*/", i + 2)
+            end = n if end == -1 else end + 2
+            out.append(sql[i:end])
+            i = end
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
 
 
 def prediction_line(sql: str | None) -> str:

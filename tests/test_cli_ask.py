@@ -221,3 +221,20 @@ def test_stream_shows_the_stages_of_a_pipeline_of_pipelines(
     assert code == 0
     assert "macsql [executor] done" in text
     assert "sqlfix [reviewer]" in text
+
+
+def test_plain_output_shows_the_answer_in_words() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from macsql.cli.ask import _print_result
+
+    buffer = StringIO()
+    output = {"sql": "SELECT 1", "status": "ok", "attempts": 1, "answer": "There are 6 singers."}
+    _print_result(Console(file=buffer, width=120), output)
+    text = buffer.getvalue()
+    assert "Answer:" in text and "There are 6 singers." in text
+    buffer = StringIO()
+    _print_result(Console(file=buffer, width=120), {**output, "answer": ""})
+    assert "Answer:" not in buffer.getvalue()

@@ -357,3 +357,14 @@ def test_ves_and_r_ves_over_items() -> None:
     assert ves(ratios) == pytest.approx((2 + 1 + 0 + 0.5) * 100 / 4)
     assert r_ves(ratios) == pytest.approx((math.sqrt(1.25) + 1 + 0 + math.sqrt(0.5)) * 100 / 4)
     assert ves([]) == 0.0 and r_ves([]) == 0.0
+
+
+def test_a_prediction_keeps_its_sql_after_a_line_comment(tmp_path: Path) -> None:
+    """On one line a `--` comment would swallow the rest of the query: it is dropped, while
+    quoted text and block comments holding `--` stay as written."""
+    sql = "SELECT a -- the name\nFROM t WHERE b = '--x' AND c = 'it''s -- ok'\n/* a -- b */ LIMIT 1"
+    spider = write_spider_predictions(tmp_path / "pred.sql", [sql, 'SELECT "a--b"\n-- end'])
+    assert spider.read_text().splitlines() == [
+        "SELECT a FROM t WHERE b = '--x' AND c = 'it''s -- ok' /* a -- b */ LIMIT 1",
+        'SELECT "a--b"',
+    ]
