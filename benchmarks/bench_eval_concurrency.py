@@ -84,12 +84,13 @@ def serve(delay: float) -> None:
 
 
 def _warm_up(pipeline: str) -> float:
-    """Build every dev database's schema once and import the pipeline and the OpenAI client:
-    the one-time costs a long-lived process pays before its first item."""
+    """Build every dev database's schema and value index once and import the pipeline and the
+    OpenAI client: the one-time costs a long-lived process pays before its first item."""
     import langchain_openai  # noqa: F401  (imported lazily by the first model call)
 
     from macsql.database.connection import resolve_database
     from macsql.database.schema import load_schema
+    from macsql.database.value_index import open_value_index
     from macsql.graph.registry import resolve_pipeline
 
     started = time.perf_counter()
@@ -98,8 +99,18 @@ def _warm_up(pipeline: str) -> float:
     for folder in sorted((SPIDER / "database").iterdir()):
         db = folder / f"{folder.name}.sqlite"
         if db.is_file() and folder.name in dev_dbs:
-            load_schema(resolve_database(str(db)))
+            ref = resolve_database(str(db))
+            open_value_index(ref, load_schema(ref))
     return time.perf_counter() - started
+
+
+def _assignment(text: str) -> tuple[str, object]:
+    """`--set FIELD=VALUE`, a Context override; true/false and whole numbers are typed."""
+    name, _, raw = text.partition("=")
+    value: object = {"true": True, "false": False}.get(raw.lower(), raw)
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    return name.strip(), value
 
 
 def _eval_cpu() -> float:
@@ -139,6 +150,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
             api_key="sk-bench",
             ves_iterations=0,
             processes=args.processes,
+            context_overrides=dict(_assignment(a) for a in args.set),
         )
         last_record = [0.0]
 
@@ -195,6 +207,8 @@ def _single_run_argv(args: argparse.Namespace) -> list[str]:
     argv += ["--delay", str(args.delay), "--pipeline", args.pipeline]
     if args.limit is not None:
         argv += ["--limit", str(args.limit)]
+    for assignment in args.set:
+        argv += ["--set", assignment]
     return argv + (["--cold"] if args.cold else [])
 
 
@@ -233,6 +247,9 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--pipeline", default="macsql")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="a Context override"
+    )
     parser.add_argument(
         "--cold", action="store_true", help="no warm-up: time schema building and imports too"
     )

@@ -19,6 +19,7 @@ does (silent, trickling, failing). The worker starts no request after that.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import random
 import threading
@@ -169,7 +170,6 @@ class ModelCallCancelled(Exception):
     """The call's cancel scope was set (its eval item ran out of time)."""
 
 
-_POLL = 0.05
 """Seconds between checks of the cancel scope while a call is waited for."""
 
 
@@ -209,6 +209,8 @@ def _within_deadline(
     """`work(stop)` in a worker thread, its result or its exception given back by `deadline`;
     past it (or once the cancel scope is set) `stop` is set and the caller gets an error."""
     stop = threading.Event()
+    # Set when the work ends, or when the cancel scope is set: the caller waits on it alone.
+    woken = threading.Event()
     box: dict[str, Any] = {}
 
     def run() -> None:
@@ -217,25 +219,25 @@ def _within_deadline(
                 box["reply"] = work(stop)
             except BaseException as exc:  # an interrupt is handed to the caller as is
                 box["error"] = exc
+            finally:
+                woken.set()
 
-    # The worker sees the caller's context: callbacks, tags and the cancel scope.
-    worker = threading.Thread(
-        target=contextvars.copy_context().run, args=(run,), daemon=True, name="macsql-model"
-    )
-    worker.start()
     cancel = cancel_event()
-    while worker.is_alive():
-        left = deadline - time.monotonic()
-        if cancel is not None and cancel.is_set():
-            stop.set()
-            raise ModelCallCancelled("the model call was cancelled: its item ran out of time")
-        if left <= 0:
-            stop.set()
-            raise ModelDeadlineError(_deadline_message(settings))
-        worker.join(min(left, _POLL) if cancel is not None else left)
+    with cancel.waking(woken) if cancel is not None else contextlib.nullcontext():
+        # The worker sees the caller's context: callbacks, tags and the cancel scope.
+        worker = threading.Thread(
+            target=contextvars.copy_context().run, args=(run,), daemon=True, name="macsql-model"
+        )
+        worker.start()
+        woken.wait(max(0.0, deadline - time.monotonic()))
     if "reply" in box:
         return box["reply"]
-    raise box["error"]
+    if "error" in box:
+        raise box["error"]
+    stop.set()
+    if cancel is not None and cancel.is_set():
+        raise ModelCallCancelled("the model call was cancelled: its item ran out of time")
+    raise ModelDeadlineError(_deadline_message(settings))
 
 
 _RETRY_STATUS = (408, 409, 429)

@@ -23,14 +23,52 @@ from typing import Any
 
 import httpx
 
+
+class CancelEvent:
+    """A `threading.Event` that also wakes the calls waiting under it, so that a caller waits
+    on its own call alone (no polling) and still hears a cancel at once."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters: set[threading.Event] = set()
+
+    def set(self) -> None:
+        with self._lock:
+            self._event.set()
+            waiters = list(self._waiters)
+        for waiter in waiters:
+            waiter.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+    @contextmanager
+    def waking(self, waiter: threading.Event) -> Iterator[None]:
+        """`waiter` is set too when this event is (at once, if it already is)."""
+        with self._lock:
+            self._waiters.add(waiter)
+            already = self._event.is_set()
+        if already:
+            waiter.set()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiters.discard(waiter)
+
+
 _deadline: ContextVar[float | None] = ContextVar("macsql_model_deadline", default=None)
-_cancel: ContextVar[threading.Event | None] = ContextVar("macsql_model_cancel", default=None)
+_cancel: ContextVar[CancelEvent | None] = ContextVar("macsql_model_cancel", default=None)
 
 
 @contextmanager
-def cancel_scope() -> Iterator[threading.Event]:
+def cancel_scope() -> Iterator[CancelEvent]:
     """Model calls made inside share an event; set it to cancel them."""
-    event = threading.Event()
+    event = CancelEvent()
     token = _cancel.set(event)
     try:
         yield event
@@ -38,7 +76,7 @@ def cancel_scope() -> Iterator[threading.Event]:
         _cancel.reset(token)
 
 
-def cancel_event() -> threading.Event | None:
+def cancel_event() -> CancelEvent | None:
     return _cancel.get()
 
 
