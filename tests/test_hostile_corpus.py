@@ -353,8 +353,12 @@ for entry in load_corpus(Path(sys.argv[2])):
                          max_bytes=int(sys.argv[5]))
     out.append([entry.line, entry.kind, result.outcome.value, time.monotonic() - started,
                 (result.error or "")[:120]])
-print(json.dumps({"entries": out,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so this process would report the
+# size of the test runner that started it.
+status = Path("/proc/self/status").read_text().splitlines()
+hwm = [int(line.split()[1]) for line in status if line.startswith("VmHWM:")]
+peak = hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"entries": out, "peak_rss_mb": peak / 1024}))
 """
 
 
