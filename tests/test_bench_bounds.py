@@ -24,8 +24,11 @@ def _case(name: str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("case", "outcome"),
     [
-        ("sqlite_big_cells", "result_too_large"),
-        ("sqlite_slow_steps", "timeout"),
+        # The SQLite cases run on Spider's concert_singer.
+        pytest.param(
+            "sqlite_big_cells", "result_too_large", marks=pytest.mark.needs_data("spider")
+        ),
+        pytest.param("sqlite_slow_steps", "timeout", marks=pytest.mark.needs_data("spider")),
         ("model_trickle", "failed"),
     ],
 )

@@ -56,6 +56,7 @@ def _chat(server: ScriptedOpenAIServer, state: Path | str, lines: list[str], *ex
     return done.stdout
 
 
+@pytest.mark.needs_data("spider")
 def test_chat_answers_follow_ups_and_its_commands(
     server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
@@ -72,6 +73,7 @@ def test_chat_answers_follow_ups_and_its_commands(
     assert "(no SQL yet)" in out.split("you> ")[6]  # the new thread has no history
 
 
+@pytest.mark.needs_data("spider")
 def test_a_thread_resumes_in_a_new_process(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
     state = tmp_path / "chat.sqlite"
     _chat(server, state, [ASKED[0]], "--thread", "resumed", "--no-answer")
@@ -83,6 +85,7 @@ def test_a_thread_resumes_in_a_new_process(server: ScriptedOpenAIServer, tmp_pat
     assert ASKED[0] in rewrite and SQL[ASKED[0]] in rewrite
 
 
+@pytest.mark.needs_data("spider")
 def test_ctrl_c_and_end_of_input_exit_cleanly(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
     assert "thread" in _chat(server, tmp_path / "eof.sqlite", [])
     chat = subprocess.Popen(

@@ -86,6 +86,7 @@ CALLS_WITHOUT_HISTORY = {
 
 
 @pytest.mark.parametrize("pipeline", list(CALLS_WITHOUT_HISTORY))
+@pytest.mark.needs_data("spider")
 def test_without_history_no_model_call_is_added(
     pipeline: str, server: ScriptedOpenAIServer
 ) -> None:
@@ -99,6 +100,7 @@ def test_without_history_no_model_call_is_added(
     assert server.requests == sum(calls.values())
 
 
+@pytest.mark.needs_data("spider")
 def test_three_turns_on_a_checkpointed_thread(server: ScriptedOpenAIServer) -> None:
     graph = get_builder("macsql").compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "three-turns"}}
@@ -117,6 +119,7 @@ def test_three_turns_on_a_checkpointed_thread(server: ScriptedOpenAIServer) -> N
     assert len(_rewrites(server)) == 2
 
 
+@pytest.mark.needs_data("spider")
 def test_three_turns_from_a_messages_list(server: ScriptedOpenAIServer) -> None:
     graph = get_pipeline("macsql")
     messages: list[AnyMessage] = []
@@ -135,6 +138,7 @@ def test_three_turns_from_a_messages_list(server: ScriptedOpenAIServer) -> None:
 
 
 @pytest.mark.parametrize("pipeline", ["sqlfix", "r3", "macsql+sqlfix"])
+@pytest.mark.needs_data("spider")
 def test_every_pipeline_rewrites_a_follow_up_once(
     pipeline: str, server: ScriptedOpenAIServer
 ) -> None:
@@ -157,6 +161,7 @@ class _ChatState(TypedDict):
     db: str
 
 
+@pytest.mark.needs_data("spider")
 def test_a_messages_state_parent_embeds_macsql_as_a_node(server: ScriptedOpenAIServer) -> None:
     """A MessagesState-style parent adds the macsql graph itself as a node: macsql reads the
     conversation from `messages`; the parent turns its output into the AI message."""
@@ -190,6 +195,7 @@ def test_a_messages_state_parent_embeds_macsql_as_a_node(server: ScriptedOpenAIS
     assert ASKED[0] in rewrite
 
 
+@pytest.mark.needs_data("spider")
 def test_the_example_chat_assistant_follows_up_and_answers(server: ScriptedOpenAIServer) -> None:
     from test_subgraph import example
 
@@ -209,6 +215,7 @@ def test_the_example_chat_assistant_follows_up_and_answers(server: ScriptedOpenA
     assert "Tribal King" in answer_prompts[-1]
 
 
+@pytest.mark.needs_data("spider")
 def test_a_caller_may_pass_the_earlier_turns_itself(server: ScriptedOpenAIServer) -> None:
     out = get_pipeline("macsql").invoke(
         {
@@ -225,6 +232,7 @@ def test_a_caller_may_pass_the_earlier_turns_itself(server: ScriptedOpenAIServer
 
 
 @pytest.mark.parametrize("pipeline", ["sqlfix", "r3", "macsql+sqlfix"])
+@pytest.mark.needs_data("spider")
 def test_a_follow_up_on_the_previous_sql_shows_it_to_every_pipelines_writer(
     pipeline: str, server: ScriptedOpenAIServer
 ) -> None:
@@ -248,6 +256,7 @@ def test_a_follow_up_on_the_previous_sql_shows_it_to_every_pipelines_writer(
     assert writers and all(SQL[youngest] in p for p in writers)
 
 
+@pytest.mark.needs_data("spider")
 def test_an_unreachable_rewriter_leaves_the_question_as_asked(tmp_path: Any) -> None:
     def failing_rewriter(prompt: str) -> str | int:
         return 503 if prompt.startswith(REWRITER) else respond(prompt)

@@ -54,6 +54,7 @@ def digest(path: Path) -> str:
 # --- loading ---------------------------------------------------------------------------------
 
 
+@pytest.mark.needs_data("spider")
 def test_loader_copies_every_row_and_is_idempotent(
     duck_dir: Path, concert: DatabaseRef, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -90,6 +91,7 @@ def test_loader_refuses_roles_and_unknown_targets(
     assert "--to takes a PostgreSQL, MySQL/MariaDB or DuckDB URL" in capsys.readouterr().err
 
 
+@pytest.mark.needs_data("spider")
 def test_schema_is_introspected_with_examples(concert: DatabaseRef) -> None:
     assert concert.dialect == "duckdb" and concert.name == "concert_singer"
     schema = build_schema(concert)
@@ -104,6 +106,7 @@ def test_schema_is_introspected_with_examples(concert: DatabaseRef) -> None:
 # --- the engine layer alone (the guard bypassed) ----------------------------------------------
 
 
+@pytest.mark.needs_data("spider")
 def test_engine_is_read_only_with_external_access_disabled(
     concert: DatabaseRef, tmp_path: Path
 ) -> None:
@@ -141,6 +144,7 @@ def test_guard_refuses_duckdb_entry(entry: HostileEntry) -> None:
     assert verdict.reason
 
 
+@pytest.mark.needs_data("spider")
 def test_whole_corpus_is_refused_and_the_file_is_unchanged(concert: DatabaseRef) -> None:
     path = Path(concert.url.split("///", 1)[1])
     before = digest(path)
@@ -160,6 +164,7 @@ def test_whole_corpus_is_refused_and_the_file_is_unchanged(concert: DatabaseRef)
     assert after.outcome == Outcome.OK and after.rows == [(6,)]
 
 
+@pytest.mark.needs_data("spider")
 def test_everyday_duckdb_queries_still_pass(concert: DatabaseRef) -> None:
     for sql in (
         "FROM singer SELECT name LIMIT 2",
@@ -174,6 +179,7 @@ def test_everyday_duckdb_queries_still_pass(concert: DatabaseRef) -> None:
 # --- timeout and row cap ---------------------------------------------------------------------
 
 
+@pytest.mark.needs_data("spider")
 def test_runaway_query_is_interrupted_within_timeout(concert: DatabaseRef) -> None:
     started = time.monotonic()
     result = execute_sql(concert, "SELECT count(*) FROM range(1000000000000) AS a", timeout=1.0)
@@ -184,6 +190,7 @@ def test_runaway_query_is_interrupted_within_timeout(concert: DatabaseRef) -> No
     assert execute_sql(concert, "SELECT count(*) FROM singer").rows == [(6,)]
 
 
+@pytest.mark.needs_data("spider")
 def test_runaway_fetch_is_interrupted_too(concert: DatabaseRef) -> None:
     started = time.monotonic()
     query = "SELECT a FROM range(1000000000000) AS t(a) WHERE a % 2 = 0"
@@ -193,6 +200,7 @@ def test_runaway_fetch_is_interrupted_too(concert: DatabaseRef) -> None:
     assert time.monotonic() - started < 1.5
 
 
+@pytest.mark.needs_data("spider")
 def test_row_cap_streams_only_what_it_needs(concert: DatabaseRef) -> None:
     started = time.monotonic()
     result = execute_sql(concert, "SELECT * FROM range(1000000000000)", max_rows=25)
@@ -204,6 +212,7 @@ def test_row_cap_streams_only_what_it_needs(concert: DatabaseRef) -> None:
 # --- ask and eval --gold --------------------------------------------------------------------------
 
 
+@pytest.mark.needs_data("spider")
 def test_ask_on_duckdb(duck_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"duckdb:///{duck_dir}/concert_singer.duckdb"
     replies = [
@@ -235,6 +244,7 @@ def test_ask_on_duckdb(duck_dir: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "DuckDB" in prompt
 
 
+@pytest.mark.needs_data("spider")
 def test_eval_gold_on_duckdb(duck_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "duck-gold"
     url = f"duckdb:///{duck_dir}/{{db_id}}.duckdb"

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import langchain_openai  # noqa: F401  (a one-off local import, outside any measured time)
+import pytest
 from conftest import SPIDER, spider_eval_args
 
 from macsql.cli.main import main
@@ -21,6 +22,7 @@ from macsql.evals.runner import run_eval_sync
 from macsql.tools.scripted import ScriptedOpenAIServer, Silent
 
 
+@pytest.mark.needs_data("spider")
 def test_a_second_eval_on_the_same_out_is_refused(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "run"
     holder = subprocess.Popen(
@@ -51,6 +53,7 @@ def test_a_second_eval_on_the_same_out_is_refused(tmp_path: Path, capsys) -> Non
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
 
 
+@pytest.mark.needs_data("spider")
 def test_the_lock_is_released_when_the_run_ends(tmp_path: Path) -> None:
     options = EvalOptions(
         dataset="spider",
@@ -93,6 +96,7 @@ def _alive(pid: int) -> bool:
     return "State:\tZ" not in status  # a zombie has ended; only reaping is left
 
 
+@pytest.mark.needs_data("spider")
 def test_a_worker_dies_with_its_killed_parent(tmp_path: Path) -> None:
     parent = subprocess.Popen(
         [sys.executable, "-c", _KILLED_PARENT_RUN, str(tmp_path), str(SPIDER)],
@@ -115,6 +119,7 @@ def test_a_worker_dies_with_its_killed_parent(tmp_path: Path) -> None:
     assert len(log.read_text().split()) == calls  # and nobody sends anything any more
 
 
+@pytest.mark.needs_data("spider")
 def test_an_item_timeout_cancels_the_items_model_requests(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(lambda _prompt: Silent()) as server:
         options = EvalOptions(

@@ -103,6 +103,7 @@ def test_the_graph_reports_an_unreadable_database_in_one_line(tmp_path: Path) ->
     assert "\n" not in out["error"] and "sqlalche.me" not in out["error"]
 
 
+@pytest.mark.needs_data("spider")
 def test_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
     """`macsql ask --json | head -c 400`: the reader leaves early, no traceback."""
     env = {**os.environ, "MACSQL_CACHE_DIR": str(tmp_path)}
@@ -129,6 +130,7 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.needs_data("spider")
 def test_an_unreachable_model_server_names_the_url_and_the_fix(
     capsys: pytest.CaptureFixture,
 ) -> None:
@@ -143,6 +145,7 @@ def test_an_unreachable_model_server_names_the_url_and_the_fix(
     assert "--base-url" in error and "OPENAI_BASE_URL" in error and "--model" in error
 
 
+@pytest.mark.needs_data("spider")
 def test_no_model_names_the_context_fields_in_the_python_api() -> None:
     """Studio and Python callers have no flags: the message names the Context fields."""
     out = get_pipeline("macsql").invoke({"question": QUESTION, "db": CONCERT})
@@ -151,6 +154,7 @@ def test_no_model_names_the_context_fields_in_the_python_api() -> None:
     assert "--base-url" not in out["error"]
 
 
+@pytest.mark.needs_data("spider")
 def test_no_model_in_the_cli_names_the_flags(capsys: pytest.CaptureFixture) -> None:
     code = main(["ask", QUESTION, "--db", CONCERT])
     line = _one_clean_line(capsys.readouterr().err)
@@ -158,6 +162,7 @@ def test_no_model_in_the_cli_names_the_flags(capsys: pytest.CaptureFixture) -> N
     assert "--base-url" in line and "OPENAI_API_KEY" in line
 
 
+@pytest.mark.needs_data("spider")
 def test_a_run_paused_for_approval_is_not_failed(scripted) -> None:  # type: ignore[no-untyped-def]
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -179,6 +184,7 @@ def _resume(value: object) -> object:
     return Command(resume=value)
 
 
+@pytest.mark.needs_data("spider")
 def test_every_context_minimum_reaches_the_cli(capsys: pytest.CaptureFixture) -> None:
     code = main(["ask", QUESTION, "--db", CONCERT, "--set", "max_try_times=-1"])
     assert code == 2
@@ -194,6 +200,7 @@ def _r3_with_an_unreadable_persona_reply(prompt: str) -> str:
     return "I stand by it.\n```sql\nSELECT Name FROM singer ORDER BY Age DESC LIMIT 1\n```"
 
 
+@pytest.mark.needs_data("spider")
 def test_r3_default_reviewers_show_in_the_plain_output(capsys: pytest.CaptureFixture) -> None:
     with ScriptedOpenAIServer(_r3_with_an_unreadable_persona_reply) as server:
         code = main(
@@ -218,6 +225,7 @@ def _eval(out: Path, server: ScriptedOpenAIServer, *extra: str) -> int:
     )  # fmt: skip
 
 
+@pytest.mark.needs_data("spider")
 def test_an_eval_whose_model_calls_all_fail_exits_1_with_the_cause(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -232,6 +240,7 @@ def test_an_eval_whose_model_calls_all_fail_exits_1_with_the_cause(
     assert "**The run failed:** 4 of 4 items got no SQL" in summary
 
 
+@pytest.mark.needs_data("spider")
 def test_an_eval_stops_early_when_model_calls_keep_failing(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -250,12 +259,14 @@ def test_an_eval_stops_early_when_model_calls_keep_failing(
     assert f"{30 - len(lines)} of 30 items not run" in line and "--resume" in line
 
 
+@pytest.mark.needs_data("spider")
 def test_a_healthy_eval_still_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     with ScriptedOpenAIServer(lambda prompt: ROWS_SQL) as server:
         code = _eval(tmp_path / "run", server, "--limit", "3")
     assert code == 0, capsys.readouterr().err
 
 
+@pytest.mark.needs_data("spider", "bird")
 def test_bird_on_a_spider_folder_names_the_mistake(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -286,6 +297,7 @@ def test_an_eval_where_every_item_is_skipped_exits_1(
     assert "no item could run: all 1 were skipped" in line
 
 
+@pytest.mark.needs_data("spider")
 def test_eval_errors_carry_the_prefix_and_no_stray_quotes(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

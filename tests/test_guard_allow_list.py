@@ -218,6 +218,7 @@ def sqlite_policy(db_id: str = "concert_singer") -> GuardPolicy:
         ("SELECT rtreenode(2, x'00') FROM singer", GuardKind.FORBIDDEN_FUNCTION),
     ],
 )
+@pytest.mark.needs_data("spider")
 def test_sqlite_refusals(sql: str, kind: GuardKind) -> None:
     verdict = check_statement(sql, "sqlite", sqlite_policy())
     assert verdict.kind == kind, verdict
@@ -235,6 +236,7 @@ def test_sqlite_refusals(sql: str, kind: GuardKind) -> None:
         "SELECT printf('%d', age), instr(name, 'a'), julianday('now') FROM singer",
     ],
 )
+@pytest.mark.needs_data("spider")
 def test_sqlite_allowed(sql: str) -> None:
     assert check_statement(sql, "sqlite", sqlite_policy()).allowed
 
@@ -274,6 +276,7 @@ def test_guard_and_sqlite_authorizer_agree_on_every_sqlite_builtin() -> None:
     assert function_allowed("substr", "sqlite") and not function_allowed("load_extension", "sqlite")
 
 
+@pytest.mark.needs_data("spider")
 def test_sqlite_authorizer_denies_what_the_guard_refuses_when_the_guard_is_bypassed() -> None:
     ref = resolve_database(str(spider_db("concert_singer")))
     allow_all = GuardVerdict(True, GuardKind.OK)
@@ -330,6 +333,7 @@ def test_executor_threads_the_context_lists_to_the_guard(tmp_path: Path) -> None
 # --- gold queries: the allow-lists refuse none ---------------------------------------------------
 
 
+@pytest.mark.needs_data("spider")
 def test_every_spider_dev_gold_query_passes_with_its_database_inventory() -> None:
     items = json.loads((SPIDER / "dev.json").read_text(encoding="utf-8"))
     refused = []
@@ -347,6 +351,7 @@ def test_every_spider_dev_gold_query_passes_with_its_database_inventory() -> Non
     assert refused == []
 
 
+@pytest.mark.needs_data("spider", "bird")
 def test_every_bird_dev_gold_query_passes_with_its_tables() -> None:
     tables = {
         entry["db_id"]: Relations(

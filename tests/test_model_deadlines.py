@@ -66,6 +66,7 @@ def test_server_errors_are_retried_within_the_deadline() -> None:
         assert server.requests == 3
 
 
+@pytest.mark.needs_data("spider")
 def test_ask_with_a_trickling_model_returns_within_model_timeout() -> None:
     with ScriptedOpenAIServer(lambda _p: Trickle(interval=0.3)) as server:
         context = Context(

@@ -89,6 +89,7 @@ def test_a_cut_off_reply_says_so_and_the_limit_is_sent() -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
+@pytest.mark.needs_data("spider")
 def test_ask_with_a_reasoning_model_keeps_the_draft_out(
     stream: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -104,6 +105,7 @@ def test_ask_with_a_reasoning_model_keeps_the_draft_out(
         assert "[decomposer] reasoning" in captured.err and DRAFT in captured.err
 
 
+@pytest.mark.needs_data("spider")
 def test_a_cut_off_decomposer_is_asked_once_more_for_the_final_query(scripted: Any) -> None:
     cut = ScriptedReply("Sub question 1: ...\nSQL\n```sql\nSELECT count(*) FROM sing", "", "length")
     model, context = scripted([cut, f"```sql\n{FINAL}\n```"], dataset_style="spider")
@@ -114,6 +116,7 @@ def test_a_cut_off_decomposer_is_asked_once_more_for_the_final_query(scripted: A
     assert [f["kind"] for f in out["fallbacks"]] == ["cut_off"]
 
 
+@pytest.mark.needs_data("spider")
 def test_a_cut_off_reply_with_a_closed_block_is_used_and_marked_on_its_attempt(
     scripted: Any,
 ) -> None:
@@ -127,6 +130,7 @@ def test_a_cut_off_reply_with_a_closed_block_is_used_and_marked_on_its_attempt(
     assert [t.get("finish_reason") for t in final["tries"]] == ["length"]
 
 
+@pytest.mark.needs_data("spider")
 def test_the_refiner_hears_what_a_reply_held_instead_of_sql(scripted: Any) -> None:
     model, context = scripted(
         [
@@ -144,6 +148,7 @@ def test_the_refiner_hears_what_a_reply_held_instead_of_sql(scripted: Any) -> No
     assert [f["kind"] for f in out["fallbacks"]] == ["no_sql", "no_sql"]
 
 
+@pytest.mark.needs_data("spider")
 def test_fallbacks_are_in_ask_json_for_the_selector(capsys: pytest.CaptureFixture[str]) -> None:
     wide = str(spider_db("world_1"))
 

@@ -324,6 +324,7 @@ def test_linking_off_is_the_old_behaviour(tmp_path: Path) -> None:
     assert "Fresno County Office of Education'" not in prompts[0]
 
 
+@pytest.mark.needs_data("spider")
 def test_small_schemas_reach_the_agents_unchanged(tmp_path: Path) -> None:
     """A schema within the budget: the Decomposer's schema block is load_schema's, byte for
     byte, and the Selector rule decides as before."""
@@ -371,6 +372,7 @@ def test_macsql_link_command_prints_kept_columns_and_values(
     assert code == 0 and "kept" in text and "of 28 columns" in text
 
 
+@pytest.mark.needs_data("spider")
 def test_eval_link_only_records_every_item_and_summarises_by_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

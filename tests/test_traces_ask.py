@@ -46,6 +46,7 @@ def _sent(body: dict) -> list[dict]:
 
 
 @pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.needs_data("spider")
 def test_ask_traces_are_the_calls_as_the_server_received_them(
     capsys: pytest.CaptureFixture[str], stream: bool
 ) -> None:
@@ -81,6 +82,7 @@ def test_ask_traces_are_the_calls_as_the_server_received_them(
     assert SECRET not in printed  # a trace never holds the API key
 
 
+@pytest.mark.needs_data("spider")
 def test_ask_without_traces_has_none(capsys: pytest.CaptureFixture[str]) -> None:
     with ScriptedOpenAIServer(wrong_then_fixed(WRONG, FIXED)) as server:
         assert main(_ask(server, "--json")) == 0
