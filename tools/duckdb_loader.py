@@ -33,7 +33,7 @@ from macsql.tools.postgres_loader import (
     file_sha256,
     plan_tables,
     quote_ident,
-    spider_sqlite_path,
+    sqlite_sources,
 )
 
 # Every integer column is BIGINT, so that a key and the columns referring to it match.
@@ -224,14 +224,9 @@ def load_into_duckdb(
     numeric_text: bool = True,
 ) -> list[LoadReport]:
     """Load Spider databases by id, and other SQLite files by path, into DuckDB files."""
-    missing = [db_id for db_id in db_ids if not spider_sqlite_path(spider_dir, db_id).is_file()]
-    if missing:
-        raise LoaderError(f"Spider databases not found under {spider_dir}: {', '.join(missing)}")
-    sources = [(spider_sqlite_path(spider_dir, db_id), db_id) for db_id in db_ids]
-    sources += [(Path(p), Path(p).stem) for p in sqlite_files]
     return [
         copy_sqlite_to_duckdb(
             source, duckdb_target(to, db_id), replace=replace, numeric_text=numeric_text
         )
-        for source, db_id in sources
+        for source, db_id in sqlite_sources(spider_dir, db_ids, sqlite_files)
     ]

@@ -34,7 +34,7 @@ from macsql.tools.postgres_loader import (
     _rows,
     file_sha256,
     plan_tables,
-    spider_sqlite_path,
+    sqlite_sources,
 )
 
 # Every integer column is BIGINT: InnoDB keys need equal types on both sides, and the PostgreSQL
@@ -209,11 +209,6 @@ def load_into_mysql(
     numeric_text: bool = True,
 ) -> list[LoadReport]:
     """Load Spider databases by id, and other SQLite files by path, into MySQL/MariaDB."""
-    missing = [db_id for db_id in db_ids if not spider_sqlite_path(spider_dir, db_id).is_file()]
-    if missing:
-        raise LoaderError(f"Spider databases not found under {spider_dir}: {', '.join(missing)}")
-    sources = [spider_sqlite_path(spider_dir, db_id) for db_id in db_ids]
-    sources += [Path(p) for p in sqlite_files]
     return [
         copy_sqlite_to_mysql(
             source,
@@ -222,5 +217,5 @@ def load_into_mysql(
             grant_select_to=grant_select_to,
             numeric_text=numeric_text,
         )
-        for source in sources
+        for source, _ in sqlite_sources(spider_dir, db_ids, sqlite_files)
     ]

@@ -622,6 +622,18 @@ def spider_sqlite_path(spider_dir: str | Path, db_id: str) -> Path:
     return Path(spider_dir) / "database" / db_id / f"{db_id}.sqlite"
 
 
+def sqlite_sources(
+    spider_dir: str | Path, db_ids: Sequence[str], sqlite_files: Sequence[str] = ()
+) -> list[tuple[Path, str]]:
+    """(file, database name) for Spider databases by id, then other SQLite files by path (named
+    by their stem); a missing Spider database stops the load before anything is copied."""
+    missing = [db_id for db_id in db_ids if not spider_sqlite_path(spider_dir, db_id).is_file()]
+    if missing:
+        raise LoaderError(f"Spider databases not found under {spider_dir}: {', '.join(missing)}")
+    sources = [(spider_sqlite_path(spider_dir, db_id), db_id) for db_id in db_ids]
+    return sources + [(Path(path), Path(path).stem) for path in sqlite_files]
+
+
 def load_spider_databases(
     spider_dir: str | Path,
     pg_admin_url: str | URL,
@@ -632,19 +644,16 @@ def load_spider_databases(
     numeric_text: bool = True,
 ) -> list[LoadReport]:
     """Load Spider databases (`<spider_dir>/database/<id>/<id>.sqlite`), one PG database each."""
-    missing = [db_id for db_id in db_ids if not spider_sqlite_path(spider_dir, db_id).is_file()]
-    if missing:
-        raise LoaderError(f"Spider databases not found under {spider_dir}: {', '.join(missing)}")
     return [
         copy_sqlite_to_postgres(
-            spider_sqlite_path(spider_dir, db_id),
+            source,
             pg_admin_url,
             db_id,
             replace=replace,
             grant_select_to=grant_select_to,
             numeric_text=numeric_text,
         )
-        for db_id in db_ids
+        for source, db_id in sqlite_sources(spider_dir, db_ids)
     ]
 
 
