@@ -8,7 +8,6 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from macsql.cli.common import (
     EXIT_FAILED,
@@ -154,6 +153,8 @@ def _describe_event(event: dict[str, Any]) -> str:
 
 
 def _print_result(console: Console, output: dict[str, Any]) -> None:
+    from rich.table import Table  # after the answer: not on the way to the first request
+
     console.print("SQL:", style="bold")
     console.print(output.get("sql") or "(none)", markup=False)
     if output.get("columns"):

@@ -20,7 +20,6 @@ from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
 from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
-from macsql.database.relation_inventory import take_privilege_warning
 from macsql.graph.context import Agent, Context, ContextError, build_context
 from macsql.llm.models import ModelConfigError, get_chat_model
 from macsql.nodes.model_calls import settings_for
@@ -178,6 +177,10 @@ def warn_if_privileged(db: str | None) -> None:
     """On stderr, once per database: macsql is connected as a superuser or table owner."""
     if not db:
         return
+    # Imported here: the relation inventory needs the guard and sqlglot, which `ask` needs only
+    # once SQL comes back.
+    from macsql.database.relation_inventory import take_privilege_warning
+
     try:
         warning = take_privilege_warning(resolve_database(db))
     except DatabaseNotFoundError:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from macsql.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError
+from macsql.cli.startup import defer_pydantic_validators
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -133,9 +134,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.enable()
 
 
+# Short commands whose time to the first answer is mostly imports (`macsql.cli.startup`).
+_DEFERRED_VALIDATOR_COMMANDS = ("ask", "chat", "link")
+
+
 def run() -> int:
     """The console script: `main`, then the heap is frozen, so that the interpreter's final
-    collections at exit do not walk it (they took about a second after an `ask`)."""
+    collections at exit do not walk it (they took about a second after an `ask`). For the short
+    commands, pydantic validators are built on first use (`macsql.cli.startup`)."""
+    if sys.argv[1:2] and sys.argv[1] in _DEFERRED_VALIDATOR_COMMANDS:
+        defer_pydantic_validators()
     code = main()
     gc.freeze()
     return code

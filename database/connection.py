@@ -10,21 +10,22 @@ disabled (`macsql.database.duckdb_backend`).
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from typing import TYPE_CHECKING, Any
 
 from macsql.database.connection_errors import DatabaseUnavailableError, describe_database_error
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.database.drivers import check_driver, normalise_url
-from macsql.database.duckdb_backend import duckdb_engine, duckdb_path
-from macsql.database.mysql_backend import mysql_engine
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Engine
+
+# SQLAlchemy (and the optional backends) are imported where a URL is parsed or an engine is
+# made: a SQLite file with a cached schema reaches its first model request without them.
 
 
 class DatabaseNotFoundError(ValueError):
@@ -75,12 +76,18 @@ class DatabaseRef:
         """A short, password-free name: the file stem or the URL's database name."""
         if self.sqlite_path is not None:
             return self.sqlite_path.stem
+        from sqlalchemy.engine import make_url
+
         if self.backend == "duckdb":
             return Path(make_url(self.url).database or self.backend).stem
         return make_url(self.url).database or self.backend
 
     @property
     def safe_url(self) -> str:
+        if self.sqlite_path is not None:
+            return self.url  # a file path carries no password
+        from sqlalchemy.engine import make_url
+
         return make_url(self.url).render_as_string(hide_password=True)
 
     @property
@@ -96,11 +103,17 @@ class DatabaseRef:
         if self.sqlite_path is not None:
             stat = self.sqlite_path.stat()
             return (str(self.sqlite_path), stat.st_mtime, stat.st_size)
-        duck_file = duckdb_path(self.url) if self.backend == "duckdb" else None
+        duck_file = _duckdb_file(self.url) if self.backend == "duckdb" else None
         if duck_file is not None and duck_file.is_file():
             stat = duck_file.stat()
             return (self.safe_url, stat.st_mtime, stat.st_size)
         return (self.safe_url, 0.0, 0)
+
+
+def _duckdb_file(url: str) -> Path | None:
+    from macsql.database.duckdb_backend import duckdb_path
+
+    return duckdb_path(url)
 
 
 @lru_cache(maxsize=4096)
@@ -125,6 +138,9 @@ def resolve_database(db: str) -> DatabaseRef:
             raise DatabaseNotFoundError(f"database file not found: {text}")
         # Cache by absolute path, so a changed working directory cannot reuse a stale entry.
         return _sqlite_ref(str(path.absolute()))
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         url: URL = make_url(text)
     except ArgumentError as exc:
@@ -139,7 +155,7 @@ def resolve_database(db: str) -> DatabaseRef:
         raise DatabaseNotFoundError(problem)
     if backend == "duckdb":
         # A read-only open of a missing file fails anyway; say so before DuckDB does.
-        duck_file = duckdb_path(text)
+        duck_file = _duckdb_file(text)
         if duck_file is None:
             raise DatabaseNotFoundError("an in-memory DuckDB database has no tables to query")
         if not duck_file.is_file():
@@ -151,12 +167,23 @@ _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
 
 
+def _sqlite_uri(path: Path) -> str:
+    # A file URI, percent-encoded: a path with `?`, `#` or `%` still names that file.
+    return f"{path.as_uri()}?mode=ro"
+
+
 def _sqlite_engine(path: Path) -> Engine:
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.pool import QueuePool
+
     # mode=ro makes SQLite itself refuse writes; query_only also blocks writes through
-    # ATTACHed databases and temp tables.
+    # ATTACHed databases and temp tables. The creator opens the exact file: SQLAlchemy's URL
+    # form would cut a path at its first `?` or `#`.
+    uri = _sqlite_uri(path)
     engine = create_engine(
-        f"sqlite+pysqlite:///file:{path}?mode=ro&uri=true",
-        connect_args={"check_same_thread": False},
+        "sqlite+pysqlite://",
+        creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
+        poolclass=QueuePool,
         pool_size=8,
         max_overflow=32,
     )
@@ -169,6 +196,9 @@ def _sqlite_engine(path: Path) -> Engine:
 
 
 def _server_engine(ref: DatabaseRef) -> Engine:
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
     connect_args: dict[str, object] = {}
     if ref.backend == "postgresql":
         connect_args["options"] = "-c default_transaction_read_only=on"
@@ -179,8 +209,12 @@ def _server_engine(ref: DatabaseRef) -> Engine:
             url, connect_args=connect_args, pool_size=8, max_overflow=32, pool_pre_ping=True
         )
     if ref.backend == "duckdb":
+        from macsql.database.duckdb_backend import duckdb_engine
+
         return duckdb_engine(ref.url)
     if ref.backend in ("mysql", "mariadb"):
+        from macsql.database.mysql_backend import mysql_engine
+
         return mysql_engine(ref.url)
     return create_engine(ref.url, pool_pre_ping=True)
 
@@ -220,14 +254,27 @@ def sqlite_open_hint(path: Path) -> str | None:
     return None
 
 
+def _check_sqlite_file(path: Path) -> None:
+    # The sqlite3 module itself: a user's file is checked without importing SQLAlchemy.
+    connection = sqlite3.connect(_sqlite_uri(path), uri=True)
+    try:
+        connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    finally:
+        connection.close()
+
+
 def check_database(ref: DatabaseRef) -> None:
     """Open `ref` and read its catalogue once, so that a wrong password, an unknown database,
     a file that is not a database or a missing driver is one clear `DatabaseUnavailableError`
     before any model is asked."""
-    probe = "SELECT 1 FROM sqlite_master LIMIT 1" if ref.backend == "sqlite" else "SELECT 1"
     try:
-        with get_engine(ref).connect() as connection:
-            connection.execute(text(probe)).fetchall()
+        if ref.sqlite_path is not None:
+            _check_sqlite_file(ref.sqlite_path)
+        else:
+            from sqlalchemy import text
+
+            with get_engine(ref).connect() as connection:
+                connection.execute(text("SELECT 1")).fetchall()
     except Exception as exc:  # every driver has its own error classes
         raise DatabaseUnavailableError(
             f"cannot open {ref.safe_url}: {describe_database_error(exc)}"

@@ -6,8 +6,6 @@ several lines; a user who gave a wrong password or a CSV file needs the driver's
 
 from __future__ import annotations
 
-from sqlalchemy.exc import DBAPIError, NoSuchModuleError
-
 # The package that provides each DBAPI module SQLAlchemy imports for a URL's driver.
 _DRIVER_PACKAGES = {
     "MySQLdb": "mysqlclient (or use mysql+pymysql:// with PyMySQL)",
@@ -36,6 +34,8 @@ def first_line(text: str, limit: int = 300) -> str:
 def describe_database_error(exc: BaseException) -> str:
     """The cause of `exc` in one line: the driver's message without SQLAlchemy's statement and
     link, or the package to install for a missing driver."""
+    from sqlalchemy.exc import DBAPIError, NoSuchModuleError
+
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         package = _DRIVER_PACKAGES.get(top, top)

@@ -8,8 +8,10 @@ naming the extra to install, instead of SQLAlchemy's `No module named 'MySQLdb'`
 from __future__ import annotations
 
 import importlib.util
+from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import URL, make_url
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 # SQLAlchemy backend -> (modules its macsql driver needs, the extra that installs them).
 OPTIONAL_DRIVERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -48,6 +50,8 @@ def check_driver(url: URL) -> str | None:
 def normalise_url(text: str) -> str:
     """`mysql://` and `mariadb://` -> PyMySQL; other URLs unchanged (the text, not re-rendered,
     so that a password keeps its exact spelling)."""
+    from sqlalchemy.engine import make_url
+
     url = make_url(text)
     driver = _DEFAULT_DRIVERS.get(url.drivername)
     if driver is None:

@@ -37,17 +37,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
-
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING, Any
 
 from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
-from macsql.database.duckdb_backend import run_duckdb
-from macsql.database.guard import GuardKind, function_allowed, make_policy
-from macsql.database.mysql_backend import run_mysql
-from macsql.database.relation_inventory import guard_verdict
+from macsql.database.guard_verdicts import GuardKind
 from macsql.database.watchdog import WATCHDOG
 from macsql.graph.state import ExecutionRecord
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+# The guard (sqlglot) and the backends (SQLAlchemy) are imported by the first execution, not
+# with this module: the graph imports it long before any SQL exists.
 
 FETCH_BATCH = 1000
 """The most rows fetched at once; batches start at one row and double, within the budget."""
@@ -60,8 +61,19 @@ PG_ABANDON_GRACE = 0.25
 ABANDON_GRACE = 0.35
 """Seconds past the deadline after which the caller stops waiting for a statement at all."""
 
-# Backends whose read-only session, timeout and streamed fetch live in their own module.
-_BACKEND_RUNNERS = {"duckdb": run_duckdb, "mysql": run_mysql, "mariadb": run_mysql}
+
+def _backend_runner(backend: str) -> Callable[..., Any] | None:
+    """The runner of a backend whose read-only session, timeout and streamed fetch live in its
+    own module, or None."""
+    if backend == "duckdb":
+        from macsql.database.duckdb_backend import run_duckdb
+
+        return run_duckdb
+    if backend in ("mysql", "mariadb"):
+        from macsql.database.mysql_backend import run_mysql
+
+        return run_mysql
+    return None
 
 
 class Outcome(StrEnum):
@@ -167,6 +179,8 @@ def execute_sql(
     sql = (sql or "").strip()
     if not sql:
         return ExecutionResult(sql, Outcome.NO_SQL, error="no SQL to execute", error_class="NoSQL")
+    from macsql.database.relation_inventory import guard_verdict
+
     try:
         verdict = guard_verdict(db, sql, allowed_functions, allowed_relations)
     except Exception as exc:  # the database's inventory could not be read
@@ -218,15 +232,17 @@ def _run_on_connection(
     abandoned: threading.Event,
     allowed_functions: tuple[str, ...],
 ) -> ExecutionResult:
+    from macsql.database.guard import make_policy
+
     with get_engine(db).connect() as conn:
         try:
+            run = _backend_runner(db.backend)
             if db.backend == "sqlite":
                 extra = make_policy(None, allowed_functions).allowed_functions
                 return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra))
             if db.backend == "postgresql":
                 return _run_postgres(conn, sql, bounds)
-            if db.backend in _BACKEND_RUNNERS:
-                run = _BACKEND_RUNNERS[db.backend]
+            if run is not None:
                 left = max(0.0, bounds.deadline - time.monotonic())
                 return ExecutionResult(
                     sql,
@@ -327,6 +343,8 @@ def sqlite_authorizer(allowed_functions: frozenset[str] = frozenset()) -> Author
     allow-list (extended by `allowed_functions`) are denied while SQLite prepares the
     statement, whatever the text looked like to sqlglot.
     """
+
+    from macsql.database.guard import function_allowed
 
     def authorize(
         action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None

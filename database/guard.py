@@ -38,7 +38,6 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from sqlglot import exp
@@ -60,41 +59,10 @@ from macsql.database.guard_relations import (
     looks_like_a_file,
     relation_label,
 )
+from macsql.database.guard_verdicts import GuardKind, GuardVerdict
 
 MAX_SQL_CHARS = 100_000
 """Longer statements are refused before parsing: no real query is this long."""
-
-
-class GuardKind(StrEnum):
-    """Why the guard allowed or refused a statement."""
-
-    OK = "ok"
-    EMPTY = "empty"
-    SYNTAX = "syntax"
-    UNSUPPORTED = "unsupported"
-    TOO_LONG = "too_long"
-    MULTIPLE_STATEMENTS = "multiple_statements"
-    WRITE = "write"
-    DDL = "ddl"
-    TRANSACTION = "transaction"
-    SESSION = "session"
-    LOCKING = "locking"
-    FORBIDDEN_COMMAND = "forbidden_command"
-    FORBIDDEN_FUNCTION = "forbidden_function"
-    FORBIDDEN_RELATION = "forbidden_relation"
-    UNKNOWN_RELATION = "unknown_relation"
-
-
-@dataclass(frozen=True, slots=True)
-class GuardVerdict:
-    """The guard's decision about one SQL text."""
-
-    allowed: bool
-    kind: GuardKind
-    reason: str | None = None
-
-    def __bool__(self) -> bool:
-        return self.allowed
 
 
 _OK = GuardVerdict(True, GuardKind.OK)

@@ -22,13 +22,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import inspect, text
-from sqlalchemy.exc import SAWarning
-
 from macsql.database.atomic_files import write_text_atomically
 from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseRef, get_engine
-from macsql.database.duckdb_backend import DuckDBInspector
 from macsql.database.execution import Outcome, execute_sql
 
 SCHEMA_FORMAT_VERSION = 4
@@ -189,6 +185,8 @@ def quiet_reflection_warnings() -> None:
 
     Idempotent (`filterwarnings` replaces an equal filter), and called before each build, so a
     caller that reset the warning filters does not get them back."""
+    from sqlalchemy.exc import SAWarning
+
     warnings.filterwarnings(
         "ignore",
         message=r"Could not instantiate type .* with reflected arguments",
@@ -205,6 +203,10 @@ def build_schema(
     db: DatabaseRef, *, num_examples: int = 6, sample_rows: int = 2000, timeout: float = 30.0
 ) -> SchemaInfo:
     """Introspect `db` and sample value examples; no cache."""
+    from sqlalchemy import inspect  # a cached schema is read without SQLAlchemy
+
+    from macsql.database.duckdb_backend import DuckDBInspector
+
     quiet_reflection_warnings()
     engine = get_engine(db)
     inspector: Any = DuckDBInspector(engine) if db.backend == "duckdb" else inspect(engine)
@@ -384,6 +386,8 @@ def _sample_rows(
                 for i in range(SAMPLE_BLOCKS)
             ]
     elif db.backend == "postgresql":
+        from sqlalchemy import text
+
         with get_engine(db).connect() as conn:
             estimate = conn.execute(
                 text("SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"), {"t": source}

@@ -14,9 +14,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import httpx
 from langchain_core.language_models import BaseChatModel
 
-from macsql.llm.deadlines import deadline_http_client
+from macsql.llm.deadlines import deadline_http_client, shared_tls_context
 from macsql.llm.settings import ModelSettings
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -135,6 +136,13 @@ def _build_client(
     if provider == "openai":
         # call_model owns the deadline; this client honours it (llm/deadlines.py).
         kwargs["http_client"] = deadline_http_client(settings.timeout)
+        # Given, rather than langchain-openai's default, so that it shares the TLS context.
+        kwargs["http_async_client"] = httpx.AsyncClient(
+            verify=shared_tls_context(),
+            timeout=settings.timeout,
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+            follow_redirects=True,
+        )
     if settings.max_tokens:
         kwargs["max_tokens"] = settings.max_tokens
     try:

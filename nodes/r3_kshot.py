@@ -16,16 +16,18 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.example_selectors import SemanticSimilarityExampleSelector
-from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.runtime import Runtime
 
 from macsql.graph.context import R3Context, context_of
 from macsql.graph.state import FewShot, R3State
 from macsql.nodes.events import emit
 from macsql.nodes.lexical_similarity import BM25Index
+
+if TYPE_CHECKING:
+    from langchain_core.example_selectors import SemanticSimilarityExampleSelector
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,10 @@ class FewShotSelector:
     def _select_by_embeddings(self, question: str, k: int) -> list[FewShotExample]:
         """langchain's semantic-similarity selector over an in-memory vector store of the
         pool's questions (each question once, its first example), built on first use."""
+        # The vector store imports numpy: only a pool with embeddings pays for it.
+        from langchain_core.example_selectors import SemanticSimilarityExampleSelector
+        from langchain_core.vectorstores import InMemoryVectorStore
+
         assert self.embeddings is not None
         with self._lock:
             if self._semantic is None:

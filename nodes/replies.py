@@ -24,14 +24,17 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.tokens import Token, TokenType
-
-from macsql.database.guard import GuardKind, check_statement
+from macsql.database.guard_verdicts import GuardKind, GuardVerdict
 from macsql.llm.reasoning import split_reasoning
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+    from sqlglot.tokens import Token
+
+# sqlglot (and the guard, which parses with it) are imported when the first reply is read:
+# the graph imports this module long before, on the way to the first model request.
 
 # A fence: ``` and its first line (a tag, or code on one line), then the body up to the closing
 # ``` or the end of the reply (a reply cut off by the token limit leaves its last fence open).
@@ -181,8 +184,16 @@ def _sql_value(found: dict[str, Any] | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _check(sql: str, dialect: str) -> GuardVerdict:
+    from macsql.database.guard import check_statement
+
+    return check_statement(sql, dialect)
+
+
 def _statements(text: str, dialect: str) -> list[str] | None:
     """The text's statements split at its semicolons (None when it cannot be tokenized)."""
+    from sqlglot.tokens import TokenType
+
     try:
         tokens = _dialect(dialect).tokenize(text)
     except Exception:  # SqlglotError, or sqlglot's tokenizer failing on unexpected input
@@ -202,7 +213,7 @@ def _statements(text: str, dialect: str) -> list[str] | None:
 
 
 def _is_statement(sql: str, dialect: str) -> bool:
-    verdict = check_statement(sql, dialect)
+    verdict = _check(sql, dialect)
     return verdict.kind not in _UNREADABLE and verdict.kind != GuardKind.MULTIPLE_STATEMENTS
 
 
@@ -219,12 +230,12 @@ def _looks_like_sql(body: str, dialect: str) -> bool:
     words = re.sub(r"--[^\n]*|/\*.*?\*/", " ", body, flags=re.S).split()
     first = words[0].lstrip("(").upper() if words else ""
     return first in {"SELECT", "WITH", "VALUES", "TABLE", "FROM"} or (
-        bool(first) and check_statement(first, dialect).kind not in _UNREADABLE
+        bool(first) and _check(first, dialect).kind not in _UNREADABLE
     )
 
 
 def _unreadable(body: str, dialect: str) -> str:
-    reason = check_statement(body.strip(), dialect).reason or "it does not parse"
+    reason = _check(body.strip(), dialect).reason or "it does not parse"
     return f"SQL that is not one complete {dialect} query ({reason}): {_excerpt(body, 120)}"
 
 
@@ -264,10 +275,10 @@ def _query_from(text: str, start: int, dialect: str) -> tuple[str, int] | None:
 def _plausible_query(sql: str, dialect: str) -> bool:
     """Unfenced text is a query when it parses as one, reads from somewhere, and its select
     list has no two bare words in a row (prose such as "Select the names from ...")."""
-    if not sql or check_statement(sql, dialect).kind in _UNREADABLE | {
-        GuardKind.MULTIPLE_STATEMENTS
-    }:
+    if not sql or _check(sql, dialect).kind in _UNREADABLE | {GuardKind.MULTIPLE_STATEMENTS}:
         return False
+    from sqlglot import exp
+
     try:
         tree = _dialect(dialect).parse_one_statement(sql)
     except Exception:
@@ -278,6 +289,8 @@ def _plausible_query(sql: str, dialect: str) -> bool:
 
 
 def _bare_words_in_select(tokens: list[Token]) -> bool:
+    from sqlglot.tokens import TokenType
+
     depth, in_select, previous = 0, False, None
     for token in tokens:
         kind = token.token_type
@@ -299,6 +312,8 @@ def _dialect(name: str) -> _ParsingDialect:
 
 class _ParsingDialect:
     def __init__(self, name: str) -> None:
+        from sqlglot.dialects.dialect import Dialect
+
         try:
             self._dialect = Dialect.get_or_raise(name or "")
         except ValueError:
@@ -308,6 +323,8 @@ class _ParsingDialect:
         return self._dialect.tokenize(sql)
 
     def parse_one_statement(self, sql: str) -> exp.Expression | None:
+        from sqlglot import exp
+
         trees = self._dialect.parse(sql)
         tree = trees[0] if len(trees) == 1 else None
         return tree if isinstance(tree, exp.Expression) else None

@@ -22,10 +22,12 @@ import pytest
 from conftest import concert_db, world_db
 from pg_support import pg_checksum
 
-from macsql.database import execution
+from macsql.database import execution, relation_inventory
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import ExecutionResult, Outcome, execute_sql
 from macsql.database.guard import GuardVerdict
+
+ALLOW_ALL = GuardVerdict(True, "ok")  # patched in to bypass the guard
 
 TIMEOUT = 1.0
 SLACK = 0.5  # the bound: stopped within timeout + 0.5 s
@@ -125,7 +127,9 @@ def test_a_write_that_slips_past_the_guard_still_cannot_write(
     target: Target, statement: str
 ) -> None:
     before = target.checksum()
-    with mock.patch.object(execution, "guard_verdict", return_value=GuardVerdict(True, "ok")):
+    with mock.patch.object(
+        relation_inventory, "guard_verdict", return_value=GuardVerdict(True, "ok")
+    ):
         result = execute_sql(target.concert, statement, timeout=5)
     assert not result.outcome.ran, f"{statement} ran on {target.engine}"
     assert result.error
@@ -138,7 +142,9 @@ def test_sqlite_authorizer_blocks_what_mode_ro_alone_lets_through(tmp_path: Path
     # fts3_tokenizer take a pointer; the authorizer refuses all three while SQLite prepares.
     attached, copy = tmp_path / "attached.db", tmp_path / "copy.db"
     ref = resolve_database(str(concert_db()))
-    with mock.patch.object(execution, "guard_verdict", return_value=GuardVerdict(True, "ok")):
+    with mock.patch.object(
+        relation_inventory, "guard_verdict", return_value=GuardVerdict(True, "ok")
+    ):
         for statement in (
             f"ATTACH '{attached}' AS evil",
             f"VACUUM INTO '{copy}'",

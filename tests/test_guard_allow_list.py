@@ -19,7 +19,7 @@ import pytest
 from conftest import BIRD, SPIDER, spider_db
 
 from macsql.cli.common import parse_context_fields
-from macsql.database import execution
+from macsql.database import relation_inventory
 from macsql.database.connection import get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql, sqlite_authorizer
 from macsql.database.guard import (
@@ -280,7 +280,7 @@ def test_guard_and_sqlite_authorizer_agree_on_every_sqlite_builtin() -> None:
 def test_sqlite_authorizer_denies_what_the_guard_refuses_when_the_guard_is_bypassed() -> None:
     ref = resolve_database(str(spider_db("concert_singer")))
     allow_all = GuardVerdict(True, GuardKind.OK)
-    with mock.patch.object(execution, "guard_verdict", return_value=allow_all):
+    with mock.patch.object(relation_inventory, "guard_verdict", return_value=allow_all):
         for sql in ("SELECT randomblob(10)", "SELECT sqlite_log(1, 'x')"):
             result = execute_sql(ref, sql)
             assert result.outcome == Outcome.REJECTED, (sql, result)

@@ -21,12 +21,14 @@ from conftest import spider_db
 from pg_support import writable_engine
 from sqlalchemy import create_engine, text
 
-from macsql.database import execution
+from macsql.database import execution, relation_inventory
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, GuardVerdict
 from macsql.database.relation_inventory import clear_inventories, take_privilege_warning
 from macsql.tools.postgres_loader import copy_sqlite_to_postgres, database_url, psycopg_url
+
+ALLOW_ALL = GuardVerdict(True, "ok")  # patched in to bypass the guard
 
 pytestmark = pytest.mark.postgres
 
@@ -104,7 +106,9 @@ def server(pg_admin_url: str) -> Iterator[Server]:
 
 def bypassed(ref: DatabaseRef, sql: str) -> execution.ExecutionResult:
     """`execute_sql` with the guard switched off: only the engine's layers remain."""
-    with mock.patch.object(execution, "guard_verdict", return_value=GuardVerdict(True, "ok")):
+    with mock.patch.object(
+        relation_inventory, "guard_verdict", return_value=GuardVerdict(True, "ok")
+    ):
         return execute_sql(ref, sql, timeout=10)
 
 

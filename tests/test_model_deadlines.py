@@ -112,3 +112,42 @@ def test_a_structured_request_is_bounded_by_the_same_deadline() -> None:
         elapsed = time.monotonic() - started
         assert reply.failed and "model_timeout" in (reply.error or "")
         assert elapsed <= TIMEOUT + SLACK
+
+
+def test_model_clients_share_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each httpx client loads the CA bundle unless given a context: the sync and async clients
+    of every model share one, and a call through it still works."""
+    import httpx
+
+    from macsql.llm import deadlines
+    from macsql.llm.models import get_chat_model
+
+    made: list[object] = []
+    real = httpx.create_ssl_context
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counting)
+    deadlines.shared_tls_context.cache_clear()
+    try:
+        with ScriptedOpenAIServer(lambda _prompt: "pong") as server:
+            clients = [
+                get_chat_model(
+                    ModelSettings(
+                        model="openai:m", base_url=server.base_url, api_key="k", timeout=timeout
+                    )
+                )
+                for timeout in (7.0, 8.0)
+            ]
+            assert clients[0] is not clients[1]
+            assert clients[0].invoke("ping").content == "pong"
+    finally:
+        deadlines.shared_tls_context.cache_clear()
+    assert len(made) == 1
+    pools = [getattr(c, attr)._transport._pool for c in clients for attr in HTTP_CLIENTS]
+    assert all(pool._ssl_context is made[0] for pool in pools)
+
+
+HTTP_CLIENTS = ("http_client", "http_async_client")  # the OpenAI SDK's sync and async transport
