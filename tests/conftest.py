@@ -285,6 +285,29 @@ def spider_eval_args(out: Path, *options: str, data_dir: Path = SPIDER) -> list[
     ]
 
 
+FRENCH_SINGERS = "SELECT name FROM singer WHERE country = 'France' ORDER BY name"
+"""A concert_singer query every backend must answer alike (the other backends' ask tests)."""
+FRANCE = "Which singers are from France?"
+
+
+def ask_scripted(db: str, replies: list[str], question: str) -> tuple[int, list[str]]:
+    """`macsql ask --json` on `db` against the scripted server answering `replies` in order:
+    the exit code and the prompts the server saw (the JSON is on stdout)."""
+    from macsql.cli.main import main
+    from macsql.tools.scripted import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(replies) as server:
+        argv = ["ask", question, "--db", db, "--json", "--model", "openai:scripted"]
+        code = main([*argv, "--base-url", server.base_url, "--api-key", "k"])
+        return code, list(server.prompts)
+
+
+def french_singers() -> list[list[object]]:
+    """`FRENCH_SINGERS` on Spider's own SQLite file: what every backend must return."""
+    with sqlite3.connect(spider_db("concert_singer")) as conn:
+        return [list(row) for row in conn.execute(FRENCH_SINGERS)]
+
+
 def wrong_then_fixed(wrong_sql: str, fixed_sql: str) -> dict[str, str]:
     """Replies for MAC-SQL whose Decomposer writes `wrong_sql` and whose Refiner then writes
     `fixed_sql`: one trip round the repair loop. A call by any other agent fails the test."""

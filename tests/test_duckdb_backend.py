@@ -16,7 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SPIDER, spider_db, spider_eval_args
+from conftest import (
+    FRANCE,
+    FRENCH_SINGERS,
+    SPIDER,
+    ask_scripted,
+    french_singers,
+    spider_db,
+    spider_eval_args,
+)
 from test_hostile_corpus import HostileEntry, assert_refused, entry_id, load_corpus
 
 from macsql.cli.main import main
@@ -24,7 +32,6 @@ from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
 from macsql.database.schema import build_schema
-from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytest.importorskip("duckdb_engine", reason='DuckDB tests need pip install "macsql[duckdb]"')
 
@@ -215,32 +222,10 @@ def test_row_cap_streams_only_what_it_needs(concert: DatabaseRef) -> None:
 @pytest.mark.needs_data("spider")
 def test_ask_on_duckdb(duck_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"duckdb:///{duck_dir}/concert_singer.duckdb"
-    replies = [
-        "```sql\nSELECT name FROM singer WHERE country = 'France' ORDER BY name\n```",
-    ]
-    with ScriptedOpenAIServer(replies) as server:
-        code = main(
-            [
-                "ask",
-                "Which singers are from France?",
-                "--db",
-                url,
-                "--json",
-                "--model",
-                "openai:scripted",
-                "--base-url",
-                server.base_url,
-                "--api-key",
-                "k",
-            ]
-        )
-        (prompt,) = server.prompts
+    code, (prompt,) = ask_scripted(url, [f"```sql\n{FRENCH_SINGERS}\n```"], FRANCE)
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
-    expected = sqlite3.connect(spider_db("concert_singer")).execute(
-        "SELECT name FROM singer WHERE country = 'France' ORDER BY name"
-    )
-    assert out["rows"] == [list(row) for row in expected.fetchall()]
+    assert out["rows"] == french_singers()
     assert "DuckDB" in prompt
 
 

@@ -17,7 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import SPIDER, spider_db, spider_eval_args
+from conftest import (
+    FRANCE,
+    FRENCH_SINGERS,
+    SPIDER,
+    ask_scripted,
+    french_singers,
+    spider_db,
+    spider_eval_args,
+)
 from mysql_support import admin_connection, database_url, mysql_checksum
 from test_hostile_corpus import HostileEntry, assert_refused, entry_id, load_corpus
 
@@ -26,7 +34,6 @@ from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
 from macsql.database.schema import build_schema
-from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytest.importorskip("pymysql", reason='MySQL tests need pip install "macsql[mysql]"')
 
@@ -219,32 +226,10 @@ def test_ask_on_mysql(
     mysql_spider: Callable[[str], DatabaseRef], capsys: pytest.CaptureFixture[str]
 ) -> None:
     ref = mysql_spider("concert_singer")
-    replies = [
-        "```sql\nSELECT name FROM singer WHERE country = 'France' ORDER BY name\n```",
-    ]
-    with ScriptedOpenAIServer(replies) as server:
-        code = main(
-            [
-                "ask",
-                "Which singers are from France?",
-                "--db",
-                ref.url,
-                "--json",
-                "--model",
-                "openai:scripted",
-                "--base-url",
-                server.base_url,
-                "--api-key",
-                "k",
-            ]
-        )
-        (prompt,) = server.prompts
+    code, (prompt,) = ask_scripted(ref.url, [f"```sql\n{FRENCH_SINGERS}\n```"], FRANCE)
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
-    expected = sqlite3.connect(spider_db("concert_singer")).execute(
-        "SELECT name FROM singer WHERE country = 'France' ORDER BY name"
-    )
-    assert out["rows"] == [list(row) for row in expected.fetchall()]
+    assert out["rows"] == french_singers()
     assert "MySQL" in prompt and "backticks" in prompt
 
 

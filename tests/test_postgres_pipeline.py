@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 
 import pytest
-from conftest import spider_db, spider_eval_args
+from conftest import (
+    FRANCE,
+    FRENCH_SINGERS,
+    ask_scripted,
+    french_singers,
+    spider_eval_args,
+)
 
 from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.relation_inventory import clear_inventories
 from macsql.database.schema import build_schema
 from macsql.nodes.schema_render import render_foreign_keys
-from macsql.tools.scripted import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.postgres
 
@@ -42,25 +46,9 @@ def test_ask_on_postgres_with_a_refine(
     replies = [
         # SQLite habits fail on PostgreSQL: the Refiner sees the server's message.
         '```sql\nSELECT name FROM singer WHERE country = "France"\n```',
-        "```sql\nSELECT name FROM singer WHERE country = 'France' ORDER BY name\n```",
+        f"```sql\n{FRENCH_SINGERS}\n```",
     ]
-    with ScriptedOpenAIServer(replies) as server:
-        code = main(
-            [
-                "ask",
-                "Which singers are from France?",
-                "--db",
-                ref.url,
-                "--json",
-                "--model",
-                "openai:scripted",
-                "--base-url",
-                server.base_url,
-                "--api-key",
-                "k",
-            ]
-        )
-        decomposer_prompt, refiner_prompt = server.prompts
+    code, (decomposer_prompt, refiner_prompt) = ask_scripted(ref.url, replies, FRANCE)
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 0, out
@@ -68,9 +56,7 @@ def test_ask_on_postgres_with_a_refine(
     # the CI role is a superuser: said once, on stderr, with the fix
     assert captured.err.count("as the superuser role") == 1
     assert "--grant-select-to ROLE" in captured.err
-    sqlite = sqlite3.connect(spider_db("concert_singer"))
-    expected = sqlite.execute("SELECT name FROM singer WHERE country = 'France' ORDER BY name")
-    assert out["rows"] == [list(row) for row in expected.fetchall()]
+    assert out["rows"] == french_singers()
     assert len(out["rows"]) >= 2
     assert "PostgreSQL" in decomposer_prompt and "double quotes" in decomposer_prompt
     # the database's message, quoted as data (its own quotes escaped)
