@@ -177,10 +177,13 @@ def _print_result(console: Console, output: dict[str, Any]) -> None:
     )
     if output.get("error"):
         console.print(f"error: {output['error']}", markup=False)
-    for fallback in output.get("fallbacks") or []:  # replies an agent could not use as asked
+    # Every fallback an agent took (a reply not used as given, the Selector's, R^3's default
+    # reviewers, ...) is part of the answer, said once: most are both in `fallbacks` and in
+    # their agent's own `*_fallback` key.
+    said: set[str] = set()
+    for fallback in output.get("fallbacks") or []:
         console.print(f"note: [{fallback['agent']}] {fallback['detail']}", markup=False)
-    # Every fallback an agent took (the Selector's, R^3's default reviewers, ...) is part of
-    # the answer: the user should know that a reply was not used as given.
+        said.add(str(fallback["detail"]))
     for key, value in output.items():
-        if key.endswith("_fallback") and value:
+        if key.endswith("_fallback") and value and str(value) not in said:
             console.print(f"{key.removesuffix('_fallback')} fallback: {value}", markup=False)

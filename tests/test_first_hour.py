@@ -209,7 +209,22 @@ def test_r3_default_reviewers_show_in_the_plain_output(capsys: pytest.CaptureFix
         )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
-    assert "persona fallback: the reply named 0 of 3 reviewers; the rest are defaults" in out
+    detail = "the reply named 0 of 3 reviewers; the rest are defaults"
+    assert out.count(detail) == 1  # said once, though both `fallbacks` and the agent's key hold it
+    assert f"note: [persona] {detail}" in out
+
+
+def test_a_fallback_only_in_its_agent_key_is_still_printed() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from macsql.cli.ask import _print_result
+
+    buffer = StringIO()
+    output = {"sql": "SELECT 1", "status": "ok", "fallbacks": [], "selector_fallback": "kept all"}
+    _print_result(Console(file=buffer, width=200), output)
+    assert "selector fallback: kept all" in buffer.getvalue()
 
 
 # --------------------------------------------------------------------------- eval exit codes
