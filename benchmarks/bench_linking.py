@@ -358,7 +358,13 @@ def _scale_index(db_path: str, cache: str) -> dict[str, Any]:
     open_seconds = time.perf_counter() - started
     rng = random.Random(3)
     conn = sqlite3.connect(index.path)
-    sample = [v for (v,) in conn.execute("SELECT value FROM vals ORDER BY random() LIMIT 200")]
+    # The same 200 stored values in every run (SQLite's random() is not seeded), so the cold
+    # and the warm process time the same lookups.
+    (last,) = conn.execute("SELECT max(id) FROM vals").fetchone()
+    sample = [
+        conn.execute("SELECT value FROM vals WHERE id = ?", (i,)).fetchone()[0]
+        for i in random.Random(5).sample(range(1, last + 1), 200)
+    ]
     conn.close()
     from macsql.nodes.schema_linking import question_phrases
 
