@@ -145,6 +145,8 @@ class _Terms:
     flat_full: str
     labels: frozenset[str]
     """The values its value description defines ("Active: the district operates")."""
+    holds_names: bool
+    """Its name says it holds names or places ("name", "player_name", "city")."""
 
 
 _terms: dict[int, dict[tuple[str, str], _Terms]] = {}
@@ -185,6 +187,9 @@ def _column_terms(schema: SchemaInfo) -> dict[tuple[str, str], _Terms]:
                 " ".join(words(col.name)),
                 " ".join(words(col.full_name)),
                 _value_labels(col.value_description),
+                # Before the stopwords go: "name" is one, and a column called "name" is
+                # exactly where a proper noun is stored.
+                bool(name & _NAME_WORDS),
             )
     with _terms_lock:
         _terms[key] = out
@@ -305,7 +310,7 @@ def rank_columns(
             if any(f" {label} " in asked_flat for label in term.labels):
                 score += 2.0  # the question names a value the column's description defines
             score += 4.0 * value_score.get((table.name, col.name), 0.0)
-            if proper_nouns and content & _NAME_WORDS:
+            if proper_nouns and term.holds_names:
                 score += 2.0  # "Lewis Hamilton" is stored in some name column
             scores[(table.name, col.name)] = round(score, 4)
     # A column of a table the question is about is likelier needed (its keys, its names);

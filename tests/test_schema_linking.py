@@ -507,3 +507,14 @@ def test_a_name_word_inside_a_longer_question_word_counts() -> None:
     schema = SchemaInfo("s", "sqlite", [wide], [])
     result = link_schema(schema, "Which teams ranked first? Give their telephone.", "", _budget(3))
     assert _kept(result.schema)["results"] == {"id", "rank", "phone"}
+
+
+def test_a_proper_noun_ranks_a_column_called_name() -> None:
+    # "name" is a stopword of the ranking, so a column called just "name" (or "player_name")
+    # used to miss the rule that sends a proper noun to a name column.
+    events = _table("events", ["id", "tickets_sold", *[f"metric_{i}" for i in range(30)], "name"])
+    schema = SchemaInfo("s", "sqlite", [events], [])
+    result = link_schema(
+        schema, "How many tickets were sold at the Spanish Grand Prix?", "", _budget(3)
+    )
+    assert _kept(result.schema)["events"] == {"id", "tickets_sold", "name"}
