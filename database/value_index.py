@@ -187,13 +187,7 @@ class ValueIndex:
                     best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
             if len(norm) < 3:
                 continue  # short codes ("CA", a quoted 'h') match only exactly
-            probes = [norm]
-            if len(norm) >= 6:
-                half = len(norm) // 2
-                probes += [norm[:half], norm[half:]]
-            for probe in probes:
-                if len(probe) < 3:
-                    continue
+            for probe in _probes(norm):
                 if probe not in probed:  # n-grams share words: each substring is read once
                     probed[probe] = conn.execute(
                         "SELECT v.column_id, v.value, c.tbl, c.col, v.norm FROM vals_fts "
@@ -233,6 +227,33 @@ class ValueIndex:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def _probes(norm: str) -> list[str]:
+    """The substrings a normalised phrase is looked up by: itself and its two halves, so that
+    one typo still leaves a half intact. A phrase of several words is cut between words: a
+    half that starts or ends inside a word ("o kalom" of "to kalomi") has common trigrams
+    and few matches, so the index must read long posting lists to the end for nothing,
+    and such probes made the slowest lookups (README, "Schema and value linking")."""
+    parts = norm.split()
+    if len(parts) > 1:
+        middle = len(parts) // 2
+        halves = [_trimmed(parts[:middle]), _trimmed(parts[middle:])]
+    elif len(norm) >= 6:
+        halves = [norm[: len(norm) // 2], norm[len(norm) // 2 :]]
+    else:
+        halves = []
+    return [p for p in dict.fromkeys([norm, *halves]) if len(p) >= 3]
+
+
+def _trimmed(parts: list[str]) -> str:
+    """Words without the short ones at either end ("to kalomi" -> "kalomi"): a two-letter
+    word is a function word more often than part of a name, and its trigrams are common."""
+    while parts and len(parts[0]) < 3:
+        parts = parts[1:]
+    while parts and len(parts[-1]) < 3:
+        parts = parts[:-1]
+    return " ".join(parts)
 
 
 def exact_forms(norm: str) -> list[str]:

@@ -10,6 +10,7 @@ budget (columns and rendered characters) allows; so the kept tables can always b
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -21,7 +22,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from macsql.database.schema import SchemaInfo, TableInfo
+from macsql.database.schema import ForeignKey, SchemaInfo, TableInfo
 from macsql.database.value_index import ValueMatch, normalise
 from macsql.nodes.schema_render import render_column
 
@@ -41,6 +42,8 @@ _NAME_WORDS = frozenset(
 )
 MAX_NGRAM = 4
 TABLE_HEADER_CHARS = 16
+NARROW_TABLE = 10
+LONG_WORD = 6
 
 
 def words(text: str) -> list[str]:
@@ -132,13 +135,42 @@ class LinkBudget:
     max_values: int = 10
 
 
-_terms: dict[int, dict[tuple[str, str], tuple[set[str], set[str], str, str]]] = {}
+@dataclass(frozen=True)
+class _Terms:
+    name: set[str]
+    """Word stems of the column's name and readable name."""
+    described: set[str]
+    """Word stems of its description and value description."""
+    flat_name: str
+    flat_full: str
+    labels: frozenset[str]
+    """The values its value description defines ("Active: the district operates")."""
+    holds_names: bool
+    """Its name says it holds names or places ("name", "player_name", "city")."""
+
+
+_terms: dict[int, dict[tuple[str, str], _Terms]] = {}
 _terms_lock = threading.Lock()
+# "Active: in operation", "M = male", "- closed: ...": a data dictionary's list of the values
+# a column holds, one per line or separated by semicolons.
+_LABEL = re.compile(
+    r"(?:^|[\n;,.·•])[\s\W]*?([A-Za-z][\w /-]{1,30}?)\s*(?::|=|\bmeans\b|\bstands for\b)"
+)
 
 
-def _column_terms(schema: SchemaInfo) -> dict[tuple[str, str], tuple[set[str], set[str], str, str]]:
-    """Per column: its name words, its description words, and its names as flat phrases;
-    computed once per schema object, since a cached schema serves every question."""
+def _value_labels(value_description: str) -> frozenset[str]:
+    labels = set()
+    for label in _LABEL.findall(value_description or ""):
+        flat = " ".join(w for w in words(label) if w not in _STOPWORDS)
+        if len(flat) >= 3 and len(flat.split()) <= 3:
+            labels.add(flat)
+    return frozenset(labels)
+
+
+def _column_terms(schema: SchemaInfo) -> dict[tuple[str, str], _Terms]:
+    """Per column: its name words, its description words, its names as flat phrases and the
+    values its description defines; computed once per schema object, since a cached schema
+    serves every question."""
     key = id(schema)
     with _terms_lock:
         hit = _terms.get(key)
@@ -149,15 +181,57 @@ def _column_terms(schema: SchemaInfo) -> dict[tuple[str, str], tuple[set[str], s
         for col in table.columns:
             name = set(words(col.name)) | set(words(col.full_name))
             described = set(words(col.description)) | set(words(col.value_description))
-            out[(table.name, col.name)] = (
+            out[(table.name, col.name)] = _Terms(
                 name - _STOPWORDS,
                 described - _STOPWORDS,
                 " ".join(words(col.name)),
                 " ".join(words(col.full_name)),
+                _value_labels(col.value_description),
+                # Before the stopwords go: "name" is one, and a column called "name" is
+                # exactly where a proper noun is stored.
+                bool(name & _NAME_WORDS),
             )
     with _terms_lock:
         _terms[key] = out
     weakref.finalize(schema, _terms.pop, key, None)
+    return out
+
+
+_implied: dict[int, list[ForeignKey]] = {}
+
+
+def join_edges(schema: SchemaInfo) -> list[ForeignKey]:
+    """The declared foreign keys plus those a column's name implies: `setCode` in `cards`
+    names the `code` column of the table `sets`, `raceId` the `raceId` key of `races`.
+    Many databases declare no foreign keys at all; linking needs the join all the same, or
+    it keeps a table it cannot join. Computed once per schema object."""
+    key = id(schema)
+    with _terms_lock:
+        hit = _implied.get(key)
+    if hit is not None:
+        return hit
+    declared = {(fk.table, fk.column) for fk in schema.foreign_keys}
+    by_words: dict[tuple[str, ...], TableInfo] = {}
+    for table in schema.tables:
+        by_words.setdefault(tuple(words(table.name)), table)
+    out = list(schema.foreign_keys)
+    for table in schema.tables:
+        for col in table.columns:
+            name = tuple(words(col.name))
+            if (table.name, col.name) in declared or len(name) < 2:
+                continue
+            for cut in range(1, len(name)):
+                other = by_words.get(name[:cut])
+                if other is None or other is table:
+                    continue
+                prefix, rest = list(name[:cut]), list(name[cut:])
+                targets = [c.name for c in other.columns if words(c.name) in (rest, prefix + rest)]
+                if len(targets) == 1:
+                    out.append(ForeignKey(table.name, col.name, other.name, targets[0]))
+                    break
+    with _terms_lock:
+        _implied[key] = out
+    weakref.finalize(schema, _implied.pop, key, None)
     return out
 
 
@@ -179,24 +253,42 @@ def rank_columns(
         value_score[key] = max(value_score.get(key, 0.0), m.score)
     scores: dict[tuple[str, str], float] = {}
     terms = _column_terms(schema)
-    join_columns = {(fk.table, fk.column) for fk in schema.foreign_keys} | {
-        (fk.ref_table, fk.ref_column) for fk in schema.foreign_keys
+    joins = join_edges(schema)
+    join_columns = {(fk.table, fk.column) for fk in joins} | {
+        (fk.ref_table, fk.ref_column) for fk in joins
     }
     spread: dict[str, int] = {}
-    for _, _, flat_name, _ in terms.values():
-        spread[flat_name] = spread.get(flat_name, 0) + 1
+    for term in terms.values():
+        spread[term.flat_name] = spread.get(term.flat_name, 0) + 1
     qualified = {
         (t.lower(), c.lower()) for t, c in re.findall(r"`?(\w+)`?\.`?(\w+)`?", evidence or "")
     }
     has_year = bool(re.search(r"\b(1[89]|20)\d\d\b", asked))
-    # A capitalised word inside a sentence names something stored in a name or place column.
-    proper_nouns = bool(re.search(r"(?<=[a-z,] )[A-Z][a-z]+", question))
+    long_asked = [w for w in asked_words if len(w) >= LONG_WORD]
+    inside = functools.cache(lambda word: any(word in other for other in long_asked))
+    # A capitalised word inside a sentence names something stored in a name or place column
+    # (unless a stored value already matched it: then its column is known).
+    matched_phrases = " ".join(m.phrase.lower() for m in values)
+    proper_nouns = any(
+        noun.lower() not in matched_phrases
+        for noun in re.findall(r"(?<=[a-z,] )[A-Z][a-z]+", question)
+    )
     for table in schema.tables:
         table_words = set(words(table.name)) - _STOPWORDS
         table_score = len(table_words & asked_words) / len(table_words) if table_words else 0.0
         for col in table.columns:
-            content, described, flat_name, flat_full = terms[(table.name, col.name)]
-            score = 3.0 * (len(content & asked_words) / len(content) if content else 0.0)
+            term = terms[(table.name, col.name)]
+            content, described, flat_name, flat_full = (
+                term.name,
+                term.described,
+                term.flat_name,
+                term.flat_full,
+            )
+            # A name word inside a longer word of the question counts too: "rank" in "ranked",
+            # "phone" in "telephone" (a stem or a compound the plural folding misses).
+            matched = content & asked_words
+            matched |= {w for w in content - matched if len(w) >= 4 and inside(w)}
+            score = 3.0 * (len(matched) / len(content) if content else 0.0)
             if (table.name, col.name) in join_columns:
                 # "raceId" matching "race" says the question is about races, not that this
                 # join column is needed: it comes along with its table's join anyway.
@@ -215,16 +307,24 @@ def rank_columns(
             if described:
                 score += 1.5 * len(described & asked_words) / math.sqrt(len(described))
             score += 1.5 * table_score
+            if any(f" {label} " in asked_flat for label in term.labels):
+                score += 2.0  # the question names a value the column's description defines
             score += 4.0 * value_score.get((table.name, col.name), 0.0)
-            if proper_nouns and content & _NAME_WORDS:
-                score += 1.0  # "Lewis Hamilton" is stored in some name column
+            if proper_nouns and term.holds_names:
+                score += 2.0  # "Lewis Hamilton" is stored in some name column
             scores[(table.name, col.name)] = round(score, 4)
-    # A column of a table the question is about is likelier needed (its keys, its names).
+    # A column of a table the question is about is likelier needed (its keys, its names);
+    # but in a wide table that says little about any one column, and it must not lift a
+    # hundred of them over the few columns of another table the question names.
     best: dict[str, float] = {}
     for (table_name, _), score in scores.items():
         best[table_name] = max(best.get(table_name, 0.0), score)
+    affinity = {
+        t.name: 0.3 * min(1.0, math.sqrt(NARROW_TABLE / max(1, len(t.columns))))
+        for t in schema.tables
+    }
     for key in scores:
-        scores[key] = round(scores[key] + 0.3 * best[key[0]], 4)
+        scores[key] = round(scores[key] + affinity[key[0]] * best[key[0]], 4)
     if embeddings is not None:
         _add_embedding_scores(schema, asked, embeddings, scores)
     return scores
@@ -284,7 +384,7 @@ class _Adjacency:
 
     def __init__(self, schema: SchemaInfo) -> None:
         self.edges: dict[str, list[tuple[str, str, str]]] = {t.name: [] for t in schema.tables}
-        for fk in schema.foreign_keys:
+        for fk in join_edges(schema):
             self.edges.setdefault(fk.table, []).append((fk.ref_table, fk.column, fk.ref_column))
             self.edges.setdefault(fk.ref_table, []).append((fk.table, fk.ref_column, fk.column))
 

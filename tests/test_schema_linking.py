@@ -19,7 +19,12 @@ from macsql.database.value_index import ValueMatch
 from macsql.evals.linking_recall import ItemRecall, gold_elements, kept_of, summarise
 from macsql.graph.context import Context
 from macsql.graph.registry import get_pipeline
-from macsql.nodes.schema_linking import LinkBudget, link_schema, render_value_matches
+from macsql.nodes.schema_linking import (
+    LinkBudget,
+    join_edges,
+    link_schema,
+    render_value_matches,
+)
 from macsql.nodes.schema_loader import load_schema_node
 from macsql.nodes.schema_render import rendered_schema
 from macsql.tools.scripted import ScriptedOpenAIServer
@@ -434,3 +439,82 @@ def test_embeddings_add_to_the_ranking(tmp_path: Path) -> None:
     finally:
         unregister_embeddings("synonyms")
     assert "remuneration" in _kept(embedded.schema)["staff"]
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def _filler(name: str, count: int) -> TableInfo:
+    return _table(name, ["id", *[f"{name}_metric_{i}" for i in range(count)]])
+
+
+def test_a_join_a_column_name_implies_is_kept_without_a_declared_foreign_key() -> None:
+    # `setCode` in cards names `code` in sets; no foreign key says so.
+    cards = _table("cards", ["id", "name", "setCode", "power", *[f"c{i}" for i in range(20)]])
+    sets = _table("sets", ["id", "code", "name", "releaseDate"])
+    schema = SchemaInfo("s", "sqlite", [cards, sets], [])
+    edges = {(fk.table, fk.column, fk.ref_table, fk.ref_column) for fk in join_edges(schema)}
+    assert edges == {("cards", "setCode", "sets", "code")}
+    result = link_schema(schema, "List the card names and powers of the set", "", _budget(8))
+    kept = _kept(result.schema)
+    assert {"setCode"} <= kept["cards"] and {"code"} <= kept["sets"]
+
+
+def test_a_wide_table_does_not_crowd_out_a_narrow_table_the_question_names() -> None:
+    # Every column of a 60-column table used to inherit a share of its best column's score,
+    # lifting all of them over the name of the small table the question asks about.
+    match = _table("match", ["id", "league_id", "home_goal", *[f"player_x{i}" for i in range(60)]])
+    league = _table("league", ["id", "name", "country"])
+    schema = SchemaInfo(
+        "s", "sqlite", [match, league], [ForeignKey("match", "league_id", "league", "id")]
+    )
+    result = link_schema(
+        schema,
+        "Which league has the most home goals?",
+        "home goals refers to home_goal",
+        _budget(12),
+    )
+    kept = _kept(result.schema)
+    assert "name" in kept.get("league", set()) and "home_goal" in kept["match"]
+
+
+def test_a_value_the_description_defines_ranks_its_column() -> None:
+    # The question says "merged", a value the description of StatusType defines; two other
+    # columns share the word "school" with the question, but not the value.
+    status = ColumnInfo(
+        "StatusType",
+        "TEXT",
+        value_description="Definitions of the valid status types are listed below:· Active: "
+        "the district is in operation and providing instructional services.· Closed: the "
+        "district is not in operation.· Merged: the district has combined with another "
+        "district or districts.",
+    )
+    school = TableInfo(
+        "districts",
+        [ColumnInfo("id", "INTEGER", primary_key=True), status]
+        + [ColumnInfo(n, "TEXT") for n in ("SchoolLevel", "SchoolKind")]
+        + [ColumnInfo(f"field_{i}", "TEXT") for i in range(40)],
+    )
+    schema = SchemaInfo("s", "sqlite", [school], [])
+    result = link_schema(schema, "How many merged schools are there?", "", _budget(2))
+    assert _kept(result.schema)["districts"] == {"id", "StatusType"}
+
+
+def test_a_name_word_inside_a_longer_question_word_counts() -> None:
+    # "ranked" holds "rank", "telephone" holds "phone": stems and compounds the plural folding
+    # misses.
+    wide = _table("results", ["id", "rank", "phone", *[f"extra_{i}" for i in range(40)]])
+    schema = SchemaInfo("s", "sqlite", [wide], [])
+    result = link_schema(schema, "Which teams ranked first? Give their telephone.", "", _budget(3))
+    assert _kept(result.schema)["results"] == {"id", "rank", "phone"}
+
+
+def test_a_proper_noun_ranks_a_column_called_name() -> None:
+    # "name" is a stopword of the ranking, so a column called just "name" (or "player_name")
+    # used to miss the rule that sends a proper noun to a name column.
+    events = _table("events", ["id", "tickets_sold", *[f"metric_{i}" for i in range(30)], "name"])
+    schema = SchemaInfo("s", "sqlite", [events], [])
+    result = link_schema(
+        schema, "How many tickets were sold at the Spanish Grand Prix?", "", _budget(3)
+    )
+    assert _kept(result.schema)["events"] == {"id", "tickets_sold", "name"}

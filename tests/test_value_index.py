@@ -10,7 +10,12 @@ import pytest
 
 from macsql.database.connection import resolve_database
 from macsql.database.schema import clear_schema_cache, load_schema
-from macsql.database.value_index import clear_value_indexes, index_path, open_value_index
+from macsql.database.value_index import (
+    _probes,
+    clear_value_indexes,
+    index_path,
+    open_value_index,
+)
 
 
 def _db(path: Path) -> Path:
@@ -79,6 +84,21 @@ def test_one_typo_still_matches(index) -> None:  # type: ignore[no-untyped-def]
     assert ("city", "Kabul") in _found(index, "Kabull")
     assert ("district", "Fresno County Office of Education") in _found(index, "Fresmo County")
     assert ("city", "Kabul") not in _found(index, "Paris")
+
+
+def test_probes_of_a_phrase_are_cut_between_words() -> None:
+    # A half cut inside a word ("o kalom") has common trigrams and few matches: the trigram
+    # index reads long posting lists to the end for it, which made the slowest lookups.
+    probes = _probes("shipped to kalomi")
+    assert probes == ["shipped to kalomi", "shipped", "kalomi"]
+    assert _probes("kabull") == ["kabull", "kab", "ull"]  # one word: a typo in either half
+    assert _probes("of la") == ["of la"]
+
+
+def test_a_typo_in_a_phrase_of_several_words_still_matches(index) -> None:  # type: ignore[no-untyped-def]
+    found = _found(index, "Fresno County Office of Educaton")
+    assert ("district", "Fresno County Office of Education") in found
+    assert ("district", "Alameda County Office of Education") not in found
 
 
 def test_keys_ids_urls_long_texts_and_numbers_are_not_indexed(index) -> None:  # type: ignore[no-untyped-def]
