@@ -4,8 +4,9 @@ garbage collector's freeze for the length of a run.
 
 ``concurrency`` caps the model requests in flight (`macsql.llm.request_slots`); each process
 works on some more items than its share of that cap, so that SQL execution and scoring overlap
-model calls. Graph nodes are sync functions that LangGraph runs in the event loop's default
-executor; `node_executor` sizes that executor, or the pool would cap concurrency.
+model calls. A built-in pipeline runs in the event loop's default executor, one thread per
+item (`InThread`); another graph's sync nodes run there under `ainvoke`. `node_executor` sizes
+that executor, or the pool would cap concurrency.
 """
 
 from __future__ import annotations
@@ -152,9 +153,10 @@ one another; none (one item per slot) was 6-9% slower."""
 
 
 def node_executor(concurrency: int) -> ThreadPoolExecutor:
-    """The event loop's default executor, where LangGraph runs sync nodes. A thread per item in
-    flight, plus one per request slot for fan-out nodes (R^3's reviewers) and a few for scoring:
-    a smaller pool would cap the concurrency below what was asked."""
+    """The event loop's default executor, where the items' graphs run (or, under `ainvoke`,
+    their sync nodes). A thread per item in flight, plus one per request slot for fan-out nodes
+    (R^3's reviewers under `ainvoke`) and a few for scoring: a smaller pool would cap the
+    concurrency below what was asked."""
     workers = items_in_flight(concurrency) + max(1, concurrency) + 4
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="macsql-eval")
 
