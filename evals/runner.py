@@ -39,7 +39,6 @@ from macsql.evals.run_health import FailureWatch, run_problem
 from macsql.evals.scheduler import (
     WorkerPool,
     collector_tuned_for_batch,
-    eval_pipeline,
     list_source,
     node_executor,
     run_items,
@@ -47,6 +46,7 @@ from macsql.evals.scheduler import (
 )
 from macsql.evals.scoring import Scorer, item_score_from_json, time_ratios
 from macsql.evals.trace_file import TRACE_KEY, TRACES_FILE, TraceWriter, keep_traces_of
+from macsql.graph.registry import resolve_pipeline
 from macsql.llm.cache import enable_llm_cache
 
 
@@ -92,7 +92,7 @@ async def _run_locked(
     if not options.gold and graph is None:
         if options.cache:
             enable_llm_cache(options.cache)
-        graph = eval_pipeline(options.pipeline)
+        graph = resolve_pipeline(options.pipeline)
     context = None if options.gold else options.context()
     scorer = options.scorer(dataset.name, context)
 

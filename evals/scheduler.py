@@ -4,16 +4,13 @@ garbage collector's freeze for the length of a run.
 
 ``concurrency`` caps the model requests in flight (`macsql.llm.request_slots`); each process
 works on some more items than its share of that cap, so that SQL execution and scoring overlap
-model calls. A built-in pipeline runs in the event loop's default executor, one thread per
-item (`InThread`); another graph's sync nodes run there under `ainvoke`. `node_executor` sizes
-that executor, or the pool would cap concurrency.
+model calls. Graph nodes are sync functions that LangGraph runs in the event loop's default
+executor; `node_executor` sizes that executor, or the pool would cap concurrency.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import gc
 import multiprocessing
 import os
@@ -30,42 +27,12 @@ from macsql.evals.item_records import predict_and_score
 from macsql.evals.lifetimes import die_with_parent
 from macsql.evals.options import EvalOptions
 from macsql.evals.scoring import Scorer
-from macsql.graph.registry import pipeline_names, resolve_pipeline
+from macsql.graph.registry import resolve_pipeline
 from macsql.graph.worker_threads import idle_workers
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.request_slots import limit_model_requests
 
 Emit = Callable[[dict[str, Any]], None]
-
-
-class InThread:
-    """A built-in pipeline, run with `invoke` in one executor thread per item.
-
-    Under `ainvoke` LangGraph hands every sync node and every router to the executor and back
-    to the event loop, several thread hand-overs per item; `invoke` runs them one after the
-    other in the item's own thread (about 8% less CPU per item on the throughput benchmark).
-    The built-in pipelines' nodes are all sync. The item's context (its cancel scope and its
-    trace) goes with it; when the item runs out of time the caller stops waiting and sets the
-    cancel scope, so the run's remaining model calls fail at once and it ends on its own.
-    """
-
-    def __init__(self, graph: Any) -> None:
-        self.graph = graph
-
-    async def ainvoke(self, payload: Any, **kwargs: Any) -> Any:
-        run = functools.partial(contextvars.copy_context().run, self.graph.invoke, payload)
-        return await asyncio.get_running_loop().run_in_executor(
-            None, functools.partial(run, **kwargs)
-        )
-
-
-def eval_pipeline(name: str) -> Any:
-    """The graph an eval runs for pipeline `name`: a built-in one in a thread (`InThread`),
-    any other (``module:attribute``, which may have async nodes) as it is."""
-    graph = resolve_pipeline(name)
-    return InThread(graph) if name in pipeline_names() else graph
-
-
 ItemSource = Callable[[], Awaitable["EvalItem | None"]]
 
 
@@ -153,10 +120,9 @@ one another; none (one item per slot) was 6-9% slower."""
 
 
 def node_executor(concurrency: int) -> ThreadPoolExecutor:
-    """The event loop's default executor, where the items' graphs run (or, under `ainvoke`,
-    their sync nodes). A thread per item in flight, plus one per request slot for fan-out nodes
-    (R^3's reviewers under `ainvoke`) and a few for scoring: a smaller pool would cap the
-    concurrency below what was asked."""
+    """The event loop's default executor, where LangGraph runs sync nodes. A thread per item in
+    flight, plus one per request slot for fan-out nodes (R^3's reviewers) and a few for scoring:
+    a smaller pool would cap the concurrency below what was asked."""
     workers = items_in_flight(concurrency) + max(1, concurrency) + 4
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="macsql-eval")
 
@@ -296,7 +262,7 @@ def _child_main(
     if options.cache:
         enable_llm_cache(options.cache)
     if graph is None:
-        graph = eval_pipeline(options.pipeline)
+        graph = resolve_pipeline(options.pipeline)
     context = options.context()
     scorer = options.scorer(dataset_name, context)
 
