@@ -43,6 +43,7 @@ from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
 from macsql.database.guard_verdicts import GuardKind
 from macsql.database.watchdog import WATCHDOG
 from macsql.graph.state import ExecutionRecord
+from macsql.graph.worker_threads import WorkerThreads
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -60,6 +61,9 @@ PG_ABANDON_GRACE = 0.25
 """Seconds a PostgreSQL server has to honour a cancel before its connection is abandoned."""
 ABANDON_GRACE = 0.35
 """Seconds past the deadline after which the caller stops waiting for a statement at all."""
+
+_SQL_WORKERS = WorkerThreads("macsql-sql")
+"""The threads that statements run in, reused from one statement to the next."""
 
 
 def _backend_runner(backend: str) -> Callable[..., Any] | None:
@@ -198,17 +202,18 @@ def execute_sql(
     # returns, and the worker discards its connection when the step finally ends.
     done: dict[str, Any] = {}
     abandoned = threading.Event()
+    finished = threading.Event()
 
     def run() -> None:
         try:
             done["result"] = _run_on_connection(db, sql, bounds, abandoned, allowed_functions)
         except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
             done["error"] = exc
+        finally:
+            finished.set()
 
-    worker = threading.Thread(target=run, daemon=True, name="macsql-sql")
-    worker.start()
-    worker.join(timeout + ABANDON_GRACE)
-    if worker.is_alive():
+    _SQL_WORKERS.run(run)
+    if not finished.wait(timeout + ABANDON_GRACE):
         abandoned.set()
         done.setdefault("error", _DeadlineExceeded("abandoned"))
     if "error" in done:

@@ -665,6 +665,16 @@ _CACHED_TEXT_MAX_CHARS = 4_000
 
 
 def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
+    short = len(sql) <= _CACHED_TEXT_MAX_CHARS
+    parsed = _cached_statement(sql, dialect) if short else _statement(sql, dialect)
+    if isinstance(parsed, GuardVerdict):
+        return parsed
+    return _check_tree(parsed, dialect, policy)
+
+
+def _statement(sql: str, dialect: str) -> GuardVerdict | exp.Expression:
+    """The one query's tree, or the refusal of a text that is not one read-only query: all
+    that the policy does not change (the tree is only read after)."""
     if len(sql) > MAX_SQL_CHARS:
         return _refuse(
             GuardKind.TOO_LONG,
@@ -726,12 +736,15 @@ def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
             GuardKind.MULTIPLE_STATEMENTS,
             f"Rejected: found {len(roots)} statements. Send exactly one SELECT query.",
         )
-    return _check_tree(roots[0], dialect, policy)
+    return roots[0]
 
 
 _QUOTED_TOKENS = frozenset({TokenType.STRING, TokenType.IDENTIFIER})
 
 _cached_verdict = functools.lru_cache(maxsize=8192)(_verdict)
+# A model's query is checked with no policy as its reply is read, then with its database's as
+# it runs: the two checks share one parse.
+_cached_statement = functools.lru_cache(maxsize=256)(_statement)
 
 
 def _unsupported(exc: Exception) -> GuardVerdict:

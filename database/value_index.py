@@ -47,8 +47,11 @@ _URL_OR_MAIL = re.compile(r"^(https?|ftp)://|^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I
 
 def normalise(text: str) -> str:
     """Lower case, accents removed, runs of space and punctuation as one space."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    if text.isascii():  # nothing to decompose: most phrases, on every question
+        bare = text
+    else:
+        decomposed = unicodedata.normalize("NFKD", text)
+        bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(re.sub(r"[^\w]+", " ", bare.lower()).split())
 
 

@@ -64,6 +64,8 @@ def remove_distinct(sql: str) -> str:
 
     Quoted identifiers, string literals and comments that spell "distinct" are kept.
     """
+    if "distinct" not in sql.lower():  # no such keyword to find: spare the tokenizer
+        return sql
     try:
         tokens = _SQLITE_TOKENIZER().tokenize(sql)
     except SqlglotError:
@@ -100,6 +102,8 @@ def first_statement(sql: str) -> str:
     The official scorer's DISTINCT removal parses the SQL with sqlparse and keeps its first
     statement, so `SELECT a; SELECT b` is scored as `SELECT a;`.
     """
+    if ";" not in sql:  # one statement: spare the tokenizer
+        return sql
     try:
         tokens = _SQLITE_TOKENIZER().tokenize(sql)
     except SqlglotError:

@@ -8,6 +8,7 @@ it) instead. Runs that do not want it end exactly as before: no extra step.
 # No `from __future__ import annotations`: LangGraph reads the wrapper's parameter types at run
 # time to decide whether to pass it `config` and `runtime`.
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -48,8 +49,10 @@ def _add_route(
 def _rerouted(
     path: Any, node: str, wanted: Callable[[Any, BaseContext], bool], name: str
 ) -> Callable[..., Any]:
+    original = _direct(path)
+
     def route(state: Any, config: RunnableConfig, runtime: Runtime) -> Any:
-        result = END if path is None else path.invoke(state, config)
+        result = END if original is None else original(state, config, runtime)
         if result == END and wanted(state, context_of(runtime, BaseContext)):
             return node
         return result
@@ -59,6 +62,28 @@ def _rerouted(
     # router's parameters and stop passing `config` and `runtime` to this one).
     route.original = getattr(path, "func", None)  # type: ignore[attr-defined]
     return route
+
+
+_INJECTED = {"config", "runtime"}
+
+
+def _direct(path: Any) -> Callable[[Any, RunnableConfig, Runtime], Any] | None:
+    """The router inside `path`, called with what it asks for of `config` and `runtime`: as
+    LangGraph would call it, without the second traced run (callbacks, config patching) that
+    `path.invoke` would start inside this route's own. A router that asks for anything else
+    (a store, a writer) is invoked as a runnable."""
+    if path is None:
+        return None
+    func = getattr(path, "func", None)
+    params = list(inspect.signature(func).parameters)[1:] if callable(func) else None
+    if func is None or params is None or not set(params) <= _INJECTED:
+        return lambda state, config, _runtime: path.invoke(state, config)
+
+    def call(state: Any, config: RunnableConfig, runtime: Runtime) -> Any:
+        given = {"config": config, "runtime": runtime}
+        return func(state, **{p: given[p] for p in params})
+
+    return call
 
 
 def with_answer(builder: Any) -> Any:

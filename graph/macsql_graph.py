@@ -1,7 +1,8 @@
 """The MAC-SQL graph: load_schema → link_schema → [selector] → decomposer → executor ⇄ refiner.
 
-Like every pipeline it starts with `contextualize` (a follow-up question made standalone, see
-`macsql.nodes.conversation`) and, with `Context.answer`, ends with `answer` (`graph.ending`).
+Like every pipeline it starts with `contextualize` when there is a conversation (a follow-up
+question made standalone, see `macsql.nodes.conversation` and `graph.beginning`) and, with
+`Context.answer`, ends with `answer` (`graph.ending`).
 
 `builder` is the uncompiled StateGraph, for hosts that compile with their own checkpointer or
 store; `graph` is compiled without one, for LangGraph Studio and the server (which supply
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
+from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import MacSqlContext, context_of
 from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
-from macsql.nodes.conversation import contextualize_node
 from macsql.nodes.decomposer import decomposer_node
 from macsql.nodes.executor import execution_passed, executor_node
 from macsql.nodes.refiner import refiner_node
@@ -70,9 +71,7 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
     builder.add_node("decomposer", decomposer_node)
     builder.add_node("executor", executor_node)
     builder.add_node("refiner", refiner_node)
-    builder.add_node("contextualize", contextualize_node)
-    builder.add_edge(START, "contextualize")
-    builder.add_edge("contextualize", "load_schema")
+    start_through_contextualize(builder, "load_schema")
     builder.add_conditional_edges("load_schema", to_linking)
     builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_edge("selector", "decomposer")

@@ -1,6 +1,6 @@
 """SQLFixAgent as a repair stage after MAC-SQL: `macsql` writes the SQL, `sqlfix` checks it.
 
-    contextualize → macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → [answer]
+    [contextualize] → macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → [answer]
 
 Both stages are the registered graphs (without their own `answer` node), embedded as subgraphs
 through their narrow input and output schemas: macsql's output key `sql` is sqlfix's input key
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 
+from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import MacSqlSqlFixContext
 from macsql.graph.ending import with_answer
 from macsql.graph.macsql_graph import build_macsql_graph
 from macsql.graph.sqlfix_graph import build_sqlfix_graph
 from macsql.graph.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
-from macsql.nodes.conversation import contextualize_node
 
 
 def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "__end__"]:
@@ -40,9 +40,7 @@ def build_macsql_sqlfix_graph() -> StateGraph[
     # The stages run without their own answer node: the answer, if any, is written last.
     builder.add_node("macsql", build_macsql_graph().compile(name="macsql"))
     builder.add_node("sqlfix", build_sqlfix_graph().compile(name="sqlfix"))
-    builder.add_node("contextualize", contextualize_node)
-    builder.add_edge(START, "contextualize")
-    builder.add_edge("contextualize", "macsql")
+    start_through_contextualize(builder, "macsql")
     builder.add_conditional_edges("macsql", route_after_macsql)
     builder.add_edge("sqlfix", END)
     return builder

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import R3Context, context_of
 from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import MacSqlInput, R3Output, R3State
-from macsql.nodes.conversation import contextualize_node
 from macsql.nodes.execution_records import ran
 from macsql.nodes.executor import executor_node
 from macsql.nodes.r3_kshot import kshot_node
@@ -91,9 +91,7 @@ def build_r3_graph() -> StateGraph[R3State, R3Context, MacSqlInput, R3Output]:
     builder.add_node("persona", persona_node)
     builder.add_node("reviewer", reviewer_node)
     builder.add_node("writer_revise", writer_revise_node)
-    builder.add_node("contextualize", contextualize_node)
-    builder.add_edge(START, "contextualize")
-    builder.add_edge("contextualize", "load_schema")
+    start_through_contextualize(builder, "load_schema")
     builder.add_conditional_edges("load_schema", to_linking)
     builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_edge("kshot", "writer")

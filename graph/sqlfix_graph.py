@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
+from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import SqlFixContext, context_of
 from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import SqlFixInput, SqlFixOutput, SqlFixState
-from macsql.nodes.conversation import contextualize_node
 from macsql.nodes.executor import executor_node
 from macsql.nodes.schema_linker import link_schema_node
 from macsql.nodes.sqlfix_query_crafter import query_crafter_node
@@ -96,9 +96,7 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
     builder.add_node("query_crafter", query_crafter_node)
     builder.add_node("sql_refiner", sql_refiner_node)
     builder.add_node("check_repair", check_repair_node)
-    builder.add_node("contextualize", contextualize_node)
-    builder.add_edge(START, "contextualize")
-    builder.add_edge("contextualize", "load_schema")
+    start_through_contextualize(builder, "load_schema")
     builder.add_conditional_edges("load_schema", to_linking)
     builder.add_conditional_edges("link_schema", route_after_schema)
     builder.add_conditional_edges("sql_tool", route_after_sql_tool)

@@ -33,6 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel
 
 from macsql.graph.state import Usage, merge_usage
+from macsql.graph.worker_threads import WorkerThreads
 from macsql.llm.deadlines import cancel_event, deadline_of_requests
 from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model, is_registered
 from macsql.llm.reasoning import reasoning_beside, split_reasoning
@@ -225,10 +226,7 @@ def _within_deadline(
     cancel = cancel_event()
     with cancel.waking(woken) if cancel is not None else contextlib.nullcontext():
         # The worker sees the caller's context: callbacks, tags and the cancel scope.
-        worker = threading.Thread(
-            target=contextvars.copy_context().run, args=(run,), daemon=True, name="macsql-model"
-        )
-        worker.start()
+        _MODEL_WORKERS.run(run, contextvars.copy_context())
         woken.wait(max(0.0, deadline - time.monotonic()))
     if "reply" in box:
         return box["reply"]
@@ -239,6 +237,9 @@ def _within_deadline(
         raise ModelCallCancelled("the model call was cancelled: its item ran out of time")
     raise ModelDeadlineError(_deadline_message(settings))
 
+
+_MODEL_WORKERS = WorkerThreads("macsql-model")
+"""The threads that model calls run in, reused from one call to the next."""
 
 _RETRY_STATUS = (408, 409, 429)
 _RETRY_WORDS = ("timeout", "connection", "ratelimit", "overloaded", "unavailable")

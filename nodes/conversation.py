@@ -88,6 +88,29 @@ def parse_rewrite(reply: str) -> tuple[str | None, bool]:
     return question or None, bool(builds and builds.group(1).lower() == "yes")
 
 
+def has_conversation(state: PipelineState, on_thread: bool) -> bool:
+    """Whether `contextualize` has anything to do for this run: history to rewrite the question
+    with (turns, messages, or a previous run's keys), a question to clean or to take from the
+    messages, a caller's `standalone_question` or `previous_sql` to settle, or a checkpointed
+    thread whose next run reads this one's `asked`. Otherwise its update would change nothing
+    but `standalone_question`, which `load_schema` then writes (`standalone_of`)."""
+    if on_thread or state.get("turns") or state.get("messages") or state.get("asked"):
+        return True
+    question = state.get("question") or ""
+    standalone = state.get("standalone_question")
+    if not question or question != question.strip() or standalone not in (None, question):
+        return True
+    return bool(state.get("previous_sql")) and standalone != question
+
+
+def standalone_of(state: PipelineState) -> PipelineState:
+    """`standalone_question` when the run skipped `contextualize` (it is then the question as
+    asked); nothing when it ran, since it wrote the key itself."""
+    if state.get("standalone_question") is not None:
+        return {}
+    return {"standalone_question": (state.get("question") or "").strip()}
+
+
 def contextualize_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
     context = context_of(runtime, BaseContext)
     turns = list(state.get("turns") or [])

@@ -13,6 +13,7 @@ from macsql.database.connection_errors import describe_database_error
 from macsql.database.schema import load_schema
 from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
 from macsql.graph.state import PipelineState
+from macsql.nodes.conversation import standalone_of
 from macsql.nodes.events import emit
 from macsql.nodes.schema_render import rendered_schema
 
@@ -34,6 +35,11 @@ def fail(message: str) -> PipelineState:
 
 
 def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
+    # A run without a conversation skips `contextualize`: its one output key is written here.
+    return {**standalone_of(state), **_load_schema(state, runtime)}
+
+
+def _load_schema(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
     try:
         context = context_of(runtime, BaseContext)
     except (ContextError, TypeError) as exc:

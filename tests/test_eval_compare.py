@@ -195,3 +195,23 @@ def test_spaced_comparisons_and_current_year() -> None:
 )
 def test_rule_table(gold: list, pred: list, ordered: bool, expected: bool) -> None:
     assert spider_equal(gold, pred, ordered=ordered) is expected
+
+
+def test_a_query_with_no_semicolon_or_distinct_is_not_tokenized(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scoring runs both on every prediction: text that cannot hold the token skips the
+    tokenizer (a SEMICOLON token needs a ';', a DISTINCT one the word)."""
+    from macsql.evals import compare
+
+    def no_tokenizer() -> None:
+        raise AssertionError("tokenized")
+
+    monkeypatch.setattr(compare, "_SQLITE_TOKENIZER", no_tokenizer)
+    sql = "SELECT count(*) FROM singer WHERE name = 'x'"
+    assert compare.first_statement(sql) == sql
+    assert remove_distinct(sql) == sql
+    with pytest.raises(AssertionError, match="tokenized"):
+        compare.first_statement("SELECT 1; SELECT 2")
+    with pytest.raises(AssertionError, match="tokenized"):
+        remove_distinct("SELECT Distinct a FROM t")

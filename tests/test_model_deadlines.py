@@ -14,9 +14,11 @@ from typing import Any
 import langchain_openai  # noqa: F401  (a one-off local import, not part of any deadline)
 import pytest
 from conftest import spider_db
+from test_deadline_workers import until_idle
 
 from macsql.graph.context import Agent, Context
 from macsql.graph.macsql_graph import graph
+from macsql.llm import calls
 from macsql.llm.calls import call_model
 from macsql.llm.deadlines import cancel_scope
 from macsql.llm.settings import ModelSettings
@@ -151,3 +153,33 @@ def test_model_clients_share_one_tls_context(monkeypatch: pytest.MonkeyPatch) ->
 
 
 HTTP_CLIENTS = ("http_client", "http_async_client")  # the OpenAI SDK's sync and async transport
+
+
+def test_model_calls_reuse_a_worker_and_a_silent_server_still_times_out() -> None:
+    pool = calls._MODEL_WORKERS
+    with ScriptedOpenAIServer(lambda _p: "```sql\nSELECT 1\n```") as server:
+        assert not call_model(settings(server), "decomposer", "hello").failed
+        until_idle(pool)
+        started = pool.started
+        for _ in range(5):
+            assert not call_model(settings(server), "decomposer", "hello").failed
+            until_idle(pool)
+        assert pool.started == started
+    with ScriptedOpenAIServer(lambda _p: Silent()) as silent:
+        began = time.monotonic()
+        reply = call_model(settings(silent), "decomposer", "hello")
+        assert reply.failed and "model_timeout" in (reply.error or "")
+        assert time.monotonic() - began <= TIMEOUT + SLACK
+
+
+def test_a_reused_model_worker_sees_each_callers_cancel_scope() -> None:
+    pool = calls._MODEL_WORKERS
+    with ScriptedOpenAIServer(lambda _p: "```sql\nSELECT 1\n```") as server:
+        call_model(settings(server), "decomposer", "hello")
+        until_idle(pool)
+    with ScriptedOpenAIServer(lambda _p: Silent()) as silent, cancel_scope() as cancel:
+        threading.Timer(0.2, cancel.set).start()
+        began = time.monotonic()
+        reply = call_model(settings(silent, timeout=30), "decomposer", "hello")
+        assert reply.failed and "cancelled" in (reply.error or "")
+        assert time.monotonic() - began < 0.2 + SLACK
