@@ -9,8 +9,6 @@ back to text for the rest of the process when the model or server cannot do it
 A reply's text is its answer only: a reasoning model's thinking (`<think>` blocks, or the
 `reasoning_content` beside the text) goes to `ModelReply.reasoning`, and its tokens to usage.
 
-including servers with no tool-calling or structured-output support.
-
 `ModelSettings.timeout` is the call's total deadline, retries and backoff included: the request
 runs in a worker thread that the caller waits for with the time left (or until the call's
 `cancel_scope` is set), so the caller has control back within the timeout whatever the server
@@ -169,9 +167,6 @@ class ModelDeadlineError(TimeoutError):
 
 class ModelCallCancelled(Exception):
     """The call's cancel scope was set (its eval item ran out of time)."""
-
-
-"""Seconds between checks of the cancel scope while a call is waited for."""
 
 
 def _invoke_within_deadline(
