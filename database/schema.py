@@ -17,10 +17,11 @@ import re
 import threading
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
+from functools import cached_property, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from macsql.database.atomic_files import write_text_atomically
 from macsql.database.cache_paths import cache_root
@@ -120,6 +121,28 @@ class SchemaInfo:
             foreign_keys=[ForeignKey(**fk) for fk in data["foreign_keys"]],
             notes=list(data.get("notes") or []),
         )
+
+
+T = TypeVar("T")
+_MISSING = object()
+
+
+def once_per_schema(compute: Callable[[SchemaInfo], T]) -> Callable[[SchemaInfo], T]:
+    """`compute(schema)` done once per schema object and kept on it, as `cached_property` keeps
+    `state_dict`: a cached schema serves every question on its database, and what is derived
+    from it (its rendering, its size, its columns' words) goes when it goes. For the layers
+    above, which derive things a schema should not know about."""
+    slot = f"_once_{compute.__module__}.{compute.__qualname__}"
+
+    @wraps(compute)
+    def cached(schema: SchemaInfo) -> T:
+        memo = schema.__dict__
+        hit = memo.get(slot, _MISSING)
+        if hit is _MISSING:  # two threads may both compute it: the same value, kept once
+            hit = memo.setdefault(slot, compute(schema))
+        return hit
+
+    return cached
 
 
 # --------------------------------------------------------------------------- building

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
 import weakref
 from collections import deque
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from macsql.database.schema import ForeignKey, SchemaInfo, TableInfo
+from macsql.database.schema import ForeignKey, SchemaInfo, TableInfo, once_per_schema
 from macsql.database.value_index import ValueMatch, normalise
 from macsql.nodes.schema_render import render_column
 
@@ -149,8 +148,6 @@ class _Terms:
     """Its name says it holds names or places ("name", "player_name", "city")."""
 
 
-_terms: dict[int, dict[tuple[str, str], _Terms]] = {}
-_terms_lock = threading.Lock()
 # "Active: in operation", "M = male", "- closed: ...": a data dictionary's list of the values
 # a column holds, one per line or separated by semicolons.
 _LABEL = re.compile(
@@ -167,15 +164,11 @@ def _value_labels(value_description: str) -> frozenset[str]:
     return frozenset(labels)
 
 
+@once_per_schema
 def _column_terms(schema: SchemaInfo) -> dict[tuple[str, str], _Terms]:
     """Per column: its name words, its description words, its names as flat phrases and the
     values its description defines; computed once per schema object, since a cached schema
     serves every question."""
-    key = id(schema)
-    with _terms_lock:
-        hit = _terms.get(key)
-    if hit is not None:
-        return hit
     out = {}
     for table in schema.tables:
         for col in table.columns:
@@ -191,25 +184,15 @@ def _column_terms(schema: SchemaInfo) -> dict[tuple[str, str], _Terms]:
                 # exactly where a proper noun is stored.
                 bool(name & _NAME_WORDS),
             )
-    with _terms_lock:
-        _terms[key] = out
-    weakref.finalize(schema, _terms.pop, key, None)
     return out
 
 
-_implied: dict[int, list[ForeignKey]] = {}
-
-
+@once_per_schema
 def join_edges(schema: SchemaInfo) -> list[ForeignKey]:
     """The declared foreign keys plus those a column's name implies: `setCode` in `cards`
     names the `code` column of the table `sets`, `raceId` the `raceId` key of `races`.
     Many databases declare no foreign keys at all; linking needs the join all the same, or
     it keeps a table it cannot join. Computed once per schema object."""
-    key = id(schema)
-    with _terms_lock:
-        hit = _implied.get(key)
-    if hit is not None:
-        return hit
     declared = {(fk.table, fk.column) for fk in schema.foreign_keys}
     by_words: dict[tuple[str, ...], TableInfo] = {}
     for table in schema.tables:
@@ -229,9 +212,6 @@ def join_edges(schema: SchemaInfo) -> list[ForeignKey]:
                 if len(targets) == 1:
                     out.append(ForeignKey(table.name, col.name, other.name, targets[0]))
                     break
-    with _terms_lock:
-        _implied[key] = out
-    weakref.finalize(schema, _implied.pop, key, None)
     return out
 
 
@@ -372,22 +352,14 @@ def pick_values(matches: Sequence[ValueMatch], limit: int, per_column: int = 3) 
     return out
 
 
-_chars: dict[int, int] = {}
-
-
+@once_per_schema
 def _schema_chars(schema: SchemaInfo) -> int:
     """The rendered schema's size, measured once per schema object: a cached schema serves
     every question on its database, and rendering it again cost about 0.6 ms a question."""
-    key = id(schema)
-    chars = _chars.get(key)
-    if chars is None:
-        chars = sum(
-            TABLE_HEADER_CHARS + len(t.name) + sum(len(render_column(c)) + 4 for c in t.columns)
-            for t in schema.tables
-        )
-        _chars[key] = chars
-        weakref.finalize(schema, _chars.pop, key, None)
-    return chars
+    return sum(
+        TABLE_HEADER_CHARS + len(t.name) + sum(len(render_column(c)) + 4 for c in t.columns)
+        for t in schema.tables
+    )
 
 
 class _Adjacency:

@@ -8,10 +8,7 @@ the same way (`nodes/quoting.py`).
 
 from __future__ import annotations
 
-import threading
-import weakref
-
-from macsql.database.schema import ColumnInfo, SchemaInfo
+from macsql.database.schema import ColumnInfo, SchemaInfo, once_per_schema
 from macsql.nodes.quoting import quoted as _quoted
 from macsql.nodes.quoting import shown_name
 
@@ -65,19 +62,8 @@ def render_foreign_keys(schema: SchemaInfo) -> str:
     )
 
 
-_rendered: dict[int, tuple[str, str]] = {}
-_rendered_lock = threading.Lock()
-
-
+@once_per_schema
 def rendered_schema(schema: SchemaInfo) -> tuple[str, str]:
     """`(render_schema(schema), render_foreign_keys(schema))`, computed once per schema object:
     a cached schema serves every question on its database."""
-    key = id(schema)
-    with _rendered_lock:
-        hit = _rendered.get(key)
-    if hit is None:
-        hit = (render_schema(schema), render_foreign_keys(schema))
-        with _rendered_lock:
-            _rendered[key] = hit
-        weakref.finalize(schema, _rendered.pop, key, None)
-    return hit
+    return render_schema(schema), render_foreign_keys(schema)

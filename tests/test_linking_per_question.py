@@ -8,6 +8,7 @@ import gc
 import re
 import string
 import unicodedata
+import weakref
 from typing import Any
 
 import pytest
@@ -57,10 +58,10 @@ def test_the_size_is_the_rendered_one_and_goes_with_its_schema(renders: list[Any
     result = link_schema(schema, "q", "", LinkBudget(max_columns=100, max_chars=expected - 1))
     assert f"{expected} characters" in result.reason and result.route == "linked"
     assert schema_linking._schema_chars(schema) == expected
-    key = id(schema)
+    gone = weakref.ref(schema)
     del schema, result
     gc.collect()
-    assert key not in schema_linking._chars  # no entry outlives its schema
+    assert gone() is None  # the measure is kept on the schema: nothing holds on to it
 
 
 def _slow_normalise(text: str) -> str:
@@ -87,3 +88,25 @@ def test_ascii_phrases_normalise_as_the_full_path_does(text: str) -> None:
 def test_accents_are_still_stripped() -> None:
     assert normalise("Café  Crème brûlée") == "cafe creme brulee"
     assert normalise("São Paulo") == "sao paulo"
+
+
+def test_what_is_derived_once_per_schema_is_per_object_and_per_function() -> None:
+    from macsql.database.schema import once_per_schema
+
+    calls: list[str] = []
+
+    @once_per_schema
+    def tables(schema: SchemaInfo) -> int:
+        calls.append("tables")
+        return len(schema.tables)
+
+    @once_per_schema
+    def columns(schema: SchemaInfo) -> int:
+        calls.append("columns")
+        return sum(len(t.columns) for t in schema.tables)
+
+    one, two = _schema(3), _schema(5)
+    assert [tables(one), tables(one), columns(one), columns(two), columns(two)] == [1, 1, 3, 5, 5]
+    assert calls == ["tables", "columns", "columns"]
+    assert one == _schema(3)  # equality still compares the fields alone
+    assert "_once_" not in str(one.to_dict())  # and the state copy carries no memo
