@@ -241,12 +241,12 @@ def _run_on_connection(
 
     with get_engine(db).connect() as conn:
         try:
-            run = _backend_runner(db.backend)
             if db.backend == "sqlite":
                 extra = make_policy(None, allowed_functions).allowed_functions
                 return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra))
             if db.backend == "postgresql":
                 return _run_postgres(conn, sql, bounds)
+            run = _backend_runner(db.backend)
             if run is not None:
                 left = max(0.0, bounds.deadline - time.monotonic())
                 return ExecutionResult(
