@@ -61,7 +61,7 @@ def _peak_mb() -> float:
 
 
 def _pg_url() -> str:
-    from macsql.tools.postgres_loader import database_url
+    from macsql.database.loaders.postgres import database_url
 
     admin = os.environ.get("MACSQL_PG_URL", "")
     if not admin:
@@ -81,9 +81,9 @@ def _timed(call: Callable[[], tuple[str, str]]) -> Ran:
 
 def _execute(db: str, sql: str, timeout: float) -> Ran:
     """The executor's path under the Context defaults (row cap 100, 64 MB)."""
+    from macsql.core.context import Context
     from macsql.database.connection import resolve_database
     from macsql.database.execution import execute_sql
-    from macsql.graph.context import Context
 
     ctx = Context()
     ref = resolve_database(db)
@@ -140,7 +140,7 @@ def _schema_of_blobs(timeout: float) -> Ran:
 def _model(fault: str, timeout: float) -> Ran:
     from macsql.llm.calls import call_model
     from macsql.llm.settings import ModelSettings
-    from macsql.tools.scripted import ScriptedOpenAIServer, Silent, Trickle
+    from macsql.testing.scripted import ScriptedOpenAIServer, Silent, Trickle
 
     replies: dict[str, Any] = {
         "trickle": Trickle(interval=0.3),

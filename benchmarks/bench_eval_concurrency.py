@@ -67,7 +67,7 @@ def _responder(dev_json: Path):  # type: ignore[no-untyped-def]
 
 
 def serve(delay: float) -> None:
-    from macsql.tools.scripted import ScriptedOpenAIServer
+    from macsql.testing.scripted import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(_responder(SPIDER / "dev.json"), delay=delay) as server:
         print(server.base_url, flush=True)

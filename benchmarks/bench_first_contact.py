@@ -117,7 +117,7 @@ def _process_cpu(pid: int) -> float:
 
 
 def _end_to_end(env: dict[str, str]) -> tuple[float, float, float, float]:
-    from macsql.tools.scripted import ScriptedOpenAIServer
+    from macsql.testing.scripted import ScriptedOpenAIServer
 
     first: list[float] = []
     first_cpu: list[float] = []

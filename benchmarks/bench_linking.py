@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from macsql.core.context import Context
 from macsql.database.connection import resolve_database
 from macsql.database.schema import SchemaInfo, load_schema
 from macsql.database.value_index import ValueMatch, normalise, open_value_index
@@ -46,8 +47,7 @@ from macsql.evals.linking_recall import (
     literal_recalled,
     summarise,
 )
-from macsql.graph.context import Context
-from macsql.nodes.schema_linker import run_linking
+from macsql.nodes.common.link_schema import run_linking
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGETS = (20, 30, 40, 50, 60, 80)
@@ -214,7 +214,7 @@ def _rapidfuzz_scan(values: list[tuple[str, str, str]], phrases: list[str]) -> l
 
 
 def bench_values(data: Path) -> None:
-    from macsql.nodes.schema_linking import pick_values, question_phrases
+    from macsql.linking.ranking import pick_values, question_phrases
 
     items, path = _spider_items(data)
     print("\n## Value-index technique, Spider dev value recall (10 values per question)")
@@ -376,7 +376,7 @@ def _scale_index(db_path: str, cache: str) -> dict[str, Any]:
         for i in random.Random(5).sample(range(1, last + 1), 200)
     ]
     conn.close()
-    from macsql.nodes.schema_linking import question_phrases
+    from macsql.linking.ranking import question_phrases
 
     questions = []
     for value in sample:
@@ -414,7 +414,7 @@ def _scale_end_to_end(db_path: str, cache: str, linking: bool) -> dict[str, Any]
     os.environ["MACSQL_CACHE_DIR"] = cache
     from macsql.graph.macsql_graph import graph
     from macsql.llm.models import register_chat_model
-    from macsql.tools.scripted import ScriptedChatModel
+    from macsql.testing.scripted import ScriptedChatModel
 
     def reply(prompt: str) -> str:
         if "keep_all" in prompt:

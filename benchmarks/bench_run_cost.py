@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--pipelines", default="macsql,sqlfix,r3,macsql+sqlfix")
     args = parser.parse_args()
-    from macsql.tools.scripted import ScriptedOpenAIServer
+    from macsql.testing.scripted import ScriptedOpenAIServer
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -131,11 +131,11 @@ def official_group_by(path: Path) -> float:
 
 
 def pipeline_overhead(questions: int) -> dict[str, float]:
-    from macsql.graph.context import Context
+    from macsql.core.context import Context
     from macsql.graph.macsql_graph import graph
     from macsql.llm.models import register_chat_model
-    from macsql.nodes import executor
-    from macsql.tools.scripted import ScriptedChatModel
+    from macsql.nodes.common import executor
+    from macsql.testing.scripted import ScriptedChatModel
 
     dev = json.loads((SPIDER / "dev.json").read_text())
     items = [

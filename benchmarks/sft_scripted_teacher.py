@@ -28,7 +28,7 @@ def main() -> int:
     from test_sft_export import N, Teacher  # the scripted teacher the tests check
 
     from macsql.cli.main import main as macsql
-    from macsql.tools.scripted import ScriptedOpenAIServer
+    from macsql.testing.scripted import ScriptedOpenAIServer
 
     root = Path(args.keep or tempfile.mkdtemp(prefix="macsql-sft-"))
     run, out = root / "teacher", root / "sft.jsonl"

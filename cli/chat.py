@@ -28,9 +28,9 @@ from macsql.cli.common import (
     resolve_db_argument,
 )
 from macsql.database.cache_paths import cache_root
-from macsql.graph.persistence import open_persistence
 from macsql.graph.registry import get_builder, pipeline_names
 from macsql.llm.models import ModelConfigError
+from macsql.memory.persistence import open_persistence
 
 HELP = "/sql last SQL · /rows last rows · /reset new thread · /quit"
 

@@ -17,12 +17,12 @@ from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_USAGE,
     UsageError,
 )
+from macsql.core.context import Agent, Context, ContextError, build_context
 from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
-from macsql.graph.context import Agent, Context, ContextError, build_context
+from macsql.llm.agent_calls import settings_for
 from macsql.llm.models import ModelConfigError, get_chat_model
-from macsql.nodes.model_calls import settings_for
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -23,6 +23,7 @@ from macsql.cli.common import (
     parse_context_fields,
     warn_if_privileged,
 )
+from macsql.core.context import ContextError
 from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
 from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import (
@@ -35,7 +36,6 @@ from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.evals.runner import run_eval_sync
 from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
 from macsql.evals.ves import OFFICIAL_ITERATIONS
-from macsql.graph.context import ContextError
 from macsql.llm.models import ModelConfigError
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from macsql.core.context import Agent
 from macsql.evals.eval_sets import EvaluationDataError
 from macsql.evals.sft_export import ExportError, ExportOptions, export_sft
 from macsql.evals.sft_formats import FORMATS
 from macsql.evals.sft_stats import DEFAULT_TOKENIZER, stats_markdown
-from macsql.graph.context import Agent
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,11 +15,11 @@ from macsql.cli.common import (
     context_from_args,
     resolve_db_argument,
 )
+from macsql.core.context import Context
 from macsql.database.connection import resolve_database
 from macsql.database.schema import load_schema
 from macsql.database.value_index import open_value_index
-from macsql.graph.context import Context
-from macsql.nodes.schema_linker import run_linking
+from macsql.nodes.common.link_schema import run_linking
 
 
 def add_link_arguments(parser: argparse.ArgumentParser) -> None:

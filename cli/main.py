@@ -35,7 +35,7 @@ _LOAD_COMMANDS = ("load", "load-postgres")
 
 
 def _load_postgres_main(args: argparse.Namespace) -> int:
-    from macsql.tools.postgres_loader import main_load
+    from macsql.database.loaders.postgres import main_load
 
     return main_load(args.loader_args)
 

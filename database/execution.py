@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from macsql.core.state import ExecutionRecord
+from macsql.core.worker_threads import WorkerThreads
 from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
 from macsql.database.guard_verdicts import GuardKind
 from macsql.database.watchdog import WATCHDOG
-from macsql.graph.state import ExecutionRecord
-from macsql.graph.worker_threads import WorkerThreads
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from macsql.core.context import Context
 from macsql.database.connection import resolve_database
 from macsql.database.schema import SchemaInfo, load_schema
 from macsql.evals.datasets import load_dataset
 from macsql.evals.linking_recall import ItemRecall, gold_elements, kept_of, summarise
 from macsql.evals.options import EvalOptions
-from macsql.graph.context import Context
-from macsql.nodes.schema_linker import run_linking
+from macsql.nodes.common.link_schema import run_linking
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from macsql.core.context import Context, build_context
 from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.evals.scoring import Scorer
-from macsql.graph.context import Context, build_context
 
 
 @dataclass

@@ -22,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from macsql.core.worker_threads import idle_workers
 from macsql.evals.datasets import EvalItem
 from macsql.evals.item_records import predict_and_score
 from macsql.evals.lifetimes import die_with_parent
 from macsql.evals.options import EvalOptions
 from macsql.evals.scoring import Scorer
 from macsql.graph.registry import resolve_pipeline
-from macsql.graph.worker_threads import idle_workers
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.request_slots import limit_model_requests
 
@@ -135,7 +135,8 @@ def start_method() -> str:
     """``fork`` when it is safe: children then start at once, with everything this process has
     imported, built and registered (a graph object, a registered model). With another thread
     running, fork could copy a lock that thread holds, so ``spawn``; idle deadline workers
-    (`graph.worker_threads`) hold none, and the child starts with no pool threads of its own."""
+    (`macsql.core.worker_threads`) hold none, and the child starts with no pool threads of its
+    own."""
     others = threading.active_count() - 1 - idle_workers()
     if "fork" in multiprocessing.get_all_start_methods() and others <= 0:
         return "fork"

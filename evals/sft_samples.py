@@ -26,9 +26,9 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from macsql.graph.context import Agent
-from macsql.nodes.replies import extract_sql
-from macsql.nodes.sqlfix_reviewer import parse_verdict
+from macsql.core.context import Agent
+from macsql.nodes.sqlfix.reviewer import parse_verdict
+from macsql.replies.reader import extract_sql
 
 SQL_WRITERS = frozenset(
     {Agent.DECOMPOSER, Agent.REFINER, Agent.SQL_TOOL, Agent.WRITER, Agent.SQL_REFINER}

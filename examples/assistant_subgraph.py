@@ -7,7 +7,7 @@ the macsql graph as one of its nodes. Two ways are shown:
     parent state to it and writes macsql's output back, key by key, so the parent state must
     share macsql's input keys (`question`, `db`, `evidence`) and declares only the output keys it
     wants (`sql`, `status`, `rows`, ...). Declare `error` with `status`: it is the only key that
-    says why a run failed. (Or derive the state from `macsql.graph.state.MacSqlOutput`.) A small
+    says why a run failed. (Or derive the state from `macsql.core.state.MacSqlOutput`.) A small
     node before it maps the last user message to `question`; one after it turns the result into
     an AI message.
 
@@ -20,7 +20,7 @@ the macsql graph as one of its nodes. Two ways are shown:
     and with `Context(answer=True)` it answers in words; the reply keeps the SQL in the AI
     message's `additional_kwargs["macsql"]`, where the next follow-up finds it.
 
-Either way the run's `context=` (a `macsql.graph.context.Context`) reaches macsql's agents,
+Either way the run's `context=` (a `macsql.core.context.Context`) reaches macsql's agents,
 and a checkpointer given to the parent also persists macsql's state (so `approve_sql`
 interrupts inside macsql pause and resume the parent). Stream with `subgraphs=True` to see
 macsql's own updates and progress events.
@@ -40,9 +40,9 @@ from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it on Python < 3.12
 
-from macsql.graph.context import Context
+from macsql.core.context import Context
+from macsql.core.state import Usage, merge_usage
 from macsql.graph.macsql_graph import graph as macsql_graph
-from macsql.graph.state import Usage, merge_usage
 
 # --------------------------------------------------------------------------- shared helpers
 
@@ -249,7 +249,7 @@ def _demo(argv: list[str] | None = None) -> None:
 
     from macsql.database.demo import ensure_demo_database
     from macsql.llm.models import registered_chat_model
-    from macsql.tools.scripted import ScriptedChatModel
+    from macsql.testing.scripted import ScriptedChatModel
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question", nargs="?", default="How many books are there per genre?")

@@ -4,7 +4,7 @@
 `first` (the node every run starts with otherwise). A run with a conversation (history, or a
 checkpointed thread that a later question will read) goes through it; a single question goes
 straight to `first`, whose update then holds the one key `contextualize` would have set
-(`nodes.conversation.standalone_of`). Both ways end in the same output.
+(`macsql.nodes.common.contextualize.standalone_of`). Both ways end in the same output.
 """
 
 # No `from __future__ import annotations`: LangGraph reads the router's parameter types at run
@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START
 
-from macsql.nodes.conversation import contextualize_node, has_conversation
+from macsql.nodes.common.contextualize import contextualize_node, has_conversation
 
 CONTEXTUALIZE = "contextualize"
 

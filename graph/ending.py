@@ -16,8 +16,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import BaseContext, context_of
-from macsql.nodes.answer import answer_node, answer_wanted
+from macsql.core.context import BaseContext, context_of
+from macsql.nodes.common.answer import answer_node, answer_wanted
 
 
 def end_through(builder: Any, node: str, wanted: Callable[[Any, BaseContext], bool]) -> Any:

@@ -1,7 +1,7 @@
 """The MAC-SQL graph: load_schema → link_schema → [selector] → decomposer → executor ⇄ refiner.
 
 Like every pipeline it starts with `contextualize` when there is a conversation (a follow-up
-question made standalone, see `macsql.nodes.conversation` and `graph.beginning`) and, with
+question made standalone, see `macsql.nodes.common.contextualize` and `graph.beginning`) and, with
 `Context.answer`, ends with `answer` (`graph.ending`).
 
 `builder` is the uncompiled StateGraph, for hosts that compile with their own checkpointer or
@@ -16,17 +16,17 @@ from typing import Any, Literal
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
+from macsql.core.context import MacSqlContext, context_of
+from macsql.core.state import MacSqlInput, MacSqlOutput, MacSqlState
 from macsql.graph.beginning import start_through_contextualize
-from macsql.graph.context import MacSqlContext, context_of
 from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
-from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
-from macsql.nodes.decomposer import decomposer_node
-from macsql.nodes.executor import execution_passed, executor_node
-from macsql.nodes.refiner import refiner_node
-from macsql.nodes.schema_linker import link_schema_node
-from macsql.nodes.schema_loader import load_schema_node
-from macsql.nodes.selector import needs_selector, selector_node
+from macsql.nodes.common.executor import execution_passed, executor_node
+from macsql.nodes.common.link_schema import link_schema_node
+from macsql.nodes.common.load_schema import load_schema_node
+from macsql.nodes.macsql.decomposer import decomposer_node
+from macsql.nodes.macsql.refiner import refiner_node
+from macsql.nodes.macsql.selector import needs_selector, selector_node
 
 
 @unless_fatal

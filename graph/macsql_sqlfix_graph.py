@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 from langgraph.graph import END, StateGraph
 
+from macsql.core.context import MacSqlSqlFixContext
+from macsql.core.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
 from macsql.graph.beginning import start_through_contextualize
-from macsql.graph.context import MacSqlSqlFixContext
 from macsql.graph.ending import with_answer
 from macsql.graph.macsql_graph import build_macsql_graph
 from macsql.graph.sqlfix_graph import build_sqlfix_graph
-from macsql.graph.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
 
 
 def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "__end__"]:

@@ -19,18 +19,18 @@ from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from macsql.core.context import R3Context, context_of
+from macsql.core.state import MacSqlInput, R3Output, R3State
 from macsql.graph.beginning import start_through_contextualize
-from macsql.graph.context import R3Context, context_of
 from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
-from macsql.graph.state import MacSqlInput, R3Output, R3State
-from macsql.nodes.execution_records import ran
-from macsql.nodes.executor import executor_node
-from macsql.nodes.r3_kshot import kshot_node
-from macsql.nodes.r3_reviewers import persona_node, review_sends, reviewer_node
-from macsql.nodes.r3_writer import writer_debug_node, writer_node, writer_revise_node
-from macsql.nodes.schema_linker import link_schema_node
-from macsql.nodes.schema_loader import load_schema_node
+from macsql.nodes.common.executor import executor_node
+from macsql.nodes.common.link_schema import link_schema_node
+from macsql.nodes.common.load_schema import load_schema_node
+from macsql.nodes.r3.kshot import kshot_node
+from macsql.nodes.r3.reviewers import persona_node, review_sends, reviewer_node
+from macsql.nodes.r3.writer import writer_debug_node, writer_node, writer_revise_node
+from macsql.prompts.results import ran
 
 
 @unless_fatal

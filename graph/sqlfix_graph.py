@@ -20,17 +20,17 @@ from typing import Any, Literal
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
+from macsql.core.context import SqlFixContext, context_of
+from macsql.core.state import SqlFixInput, SqlFixOutput, SqlFixState
 from macsql.graph.beginning import start_through_contextualize
-from macsql.graph.context import SqlFixContext, context_of
 from macsql.graph.ending import with_answer
 from macsql.graph.routing import to_linking, unless_fatal
-from macsql.graph.state import SqlFixInput, SqlFixOutput, SqlFixState
-from macsql.nodes.executor import executor_node
-from macsql.nodes.schema_linker import link_schema_node
-from macsql.nodes.sqlfix_query_crafter import query_crafter_node
-from macsql.nodes.sqlfix_refiner import check_repair_node, repair_passed, sql_refiner_node
-from macsql.nodes.sqlfix_reviewer import review_passed, sql_reviewer_node
-from macsql.nodes.sqlfix_sql_tool import sql_tool_node, sqlfix_load_schema_node
+from macsql.nodes.common.executor import executor_node
+from macsql.nodes.common.link_schema import link_schema_node
+from macsql.nodes.sqlfix.query_crafter import query_crafter_node
+from macsql.nodes.sqlfix.refiner import check_repair_node, repair_passed, sql_refiner_node
+from macsql.nodes.sqlfix.reviewer import review_passed, sql_reviewer_node
+from macsql.nodes.sqlfix.sql_tool import sql_tool_node, sqlfix_load_schema_node
 
 
 @unless_fatal

@@ -30,8 +30,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from macsql.graph.state import Usage, merge_usage
-from macsql.graph.worker_threads import WorkerThreads
+from macsql.core.state import Usage, merge_usage
+from macsql.core.worker_threads import WorkerThreads
 from macsql.llm.deadlines import cancel_event, deadline_of_requests
 from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model, is_registered
 from macsql.llm.reasoning import reasoning_beside, split_reasoning

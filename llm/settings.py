@@ -1,7 +1,7 @@
 """What the llm layer needs to reach a model: a small, hashable settings object.
 
 The graphs' `Context` holds one model string per agent plus the connection settings; the nodes
-turn it into a `ModelSettings` for the agent that calls (`macsql.nodes.model_calls`), so this
+turn it into a `ModelSettings` for the agent that calls (`macsql.llm.agent_calls`), so this
 layer knows nothing of graphs or agents' configuration.
 """
 

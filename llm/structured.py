@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
-from macsql.graph.state import Usage
+from macsql.core.state import Usage
 from macsql.llm.settings import ModelSettings
 
 log = logging.getLogger("macsql")

@@ -28,10 +28,10 @@ import pytest
 from pg_support import in_ci as _in_ci
 from pg_support import pg_admin_url, pg_spider, skip_or_fail_in_ci  # noqa: F401
 
+from macsql.core.context import Agent, Context
 from macsql.database.schema import clear_schema_cache
-from macsql.graph.context import Agent, Context
 from macsql.llm.models import registered_chat_model
-from macsql.tools.scripted import ScriptedChatModel
+from macsql.testing.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_ENV = "MACSQL_DATA_DIR"
@@ -294,7 +294,7 @@ def ask_scripted(db: str, replies: list[str], question: str) -> tuple[int, list[
     """`macsql ask --json` on `db` against the scripted server answering `replies` in order:
     the exit code and the prompts the server saw (the JSON is on stdout)."""
     from macsql.cli.main import main
-    from macsql.tools.scripted import ScriptedOpenAIServer
+    from macsql.testing.scripted import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(replies) as server:
         argv = ["ask", question, "--db", db, "--json", "--model", "openai:scripted"]

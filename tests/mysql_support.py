@@ -70,7 +70,7 @@ def mysql_admin_url() -> str:
 @pytest.fixture(scope="session")
 def mysql_spider(mysql_admin_url: str) -> Callable[[str], DatabaseRef]:
     """`mysql_spider(db_id)` -> the DatabaseRef of a Spider database loaded into MySQL."""
-    from macsql.tools.mysql_loader import load_into_mysql
+    from macsql.database.loaders.mysql import load_into_mysql
 
     load_into_mysql(SPIDER, mysql_admin_url, MYSQL_SPIDER_DATABASES)
 

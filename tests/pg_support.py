@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
 from macsql.database.connection import DatabaseRef, resolve_database
-from macsql.tools.postgres_loader import (
+from macsql.database.loaders.postgres import (
     DEFAULT_SPIDER_DATABASES,
     database_url,
     load_spider_databases,

@@ -17,9 +17,9 @@ from conftest import concert_db
 from langchain_core.globals import get_llm_cache, set_llm_cache
 
 from macsql.cli.main import main
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
 from macsql.graph.macsql_graph import graph
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 CONCERT_DB = concert_db()
 QUESTION = "How many singers do we have?"

@@ -12,8 +12,8 @@ import pytest
 from conftest import concert_db
 
 from macsql.cli.main import main
-from macsql.graph.context import Agent
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.core.context import Agent
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 CONCERT = str(concert_db())
 QUESTION = "What is the name of the oldest singer?"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conversation_script import ASKED, CONCERT, REWRITER, SQL, STANDALONE, respond
 
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from macsql.graph.context import (
+from macsql.core.context import (
     Agent,
     BaseContext,
     Context,

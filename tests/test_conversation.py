@@ -26,9 +26,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from macsql.graph.context import Context
+from macsql.core.context import Context
 from macsql.graph.registry import get_builder, get_pipeline
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 
 @pytest.fixture

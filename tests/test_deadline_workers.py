@@ -1,4 +1,4 @@
-"""SQL statements run in reused worker threads (`graph.worker_threads`), and their deadlines
+"""SQL statements run in reused worker threads (`macsql.core.worker_threads`), and their deadlines
 hold as before: a statement past its timeout, or one that cannot be interrupted at all, gives
 the caller control back in time, and the statement that follows is not held up by the abandoned
 worker. (Model calls: tests/test_model_deadlines.py.)"""
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from conftest import concert_db
 
+from macsql.core.worker_threads import WorkerThreads
 from macsql.database import execution
 from macsql.database.connection import resolve_database
 from macsql.database.execution import ABANDON_GRACE, Outcome, execute_sql
-from macsql.graph.worker_threads import WorkerThreads
 
 TIMEOUT = 1.0
 ENDLESS_CTE = (

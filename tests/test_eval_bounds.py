@@ -19,7 +19,7 @@ from macsql.cli.main import main
 from macsql.evals.lifetimes import lock_run_directory
 from macsql.evals.options import EvalOptions
 from macsql.evals.runner import run_eval_sync
-from macsql.tools.scripted import ScriptedOpenAIServer, Silent
+from macsql.testing.scripted import ScriptedOpenAIServer, Silent
 
 
 @pytest.mark.needs_data("spider")

@@ -23,7 +23,7 @@ from macsql.evals.datasets import EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.runner import run_eval
 from macsql.evals.scheduler import request_shares, shared_source, start_method
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 SAMPLE = spider_sample()  # 20 generated questions in Spider's layout
 

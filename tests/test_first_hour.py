@@ -15,10 +15,10 @@ from conftest import spider_db
 from sqlalchemy.engine import make_url
 
 from macsql.cli.main import main
-from macsql.graph.context import Context
+from macsql.core.context import Context
 from macsql.graph.macsql_graph import builder
 from macsql.graph.registry import get_pipeline
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 CONCERT = str(spider_db("concert_singer"))
 QUESTION = "What is the name of the oldest singer?"
@@ -360,7 +360,7 @@ def test_a_parent_with_macsql_output_keys_gets_the_failure_reason() -> None:
     """The documented way (a) to embed: the parent's state derives from MacSqlOutput."""
     from langgraph.graph import START, StateGraph
 
-    from macsql.graph.state import MacSqlInput, MacSqlOutput
+    from macsql.core.state import MacSqlInput, MacSqlOutput
 
     class Parent(MacSqlInput, MacSqlOutput):
         pass

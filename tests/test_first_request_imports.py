@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 DEFERRED = ("sqlalchemy", "sqlglot", "numpy")
 

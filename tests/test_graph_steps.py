@@ -12,11 +12,11 @@ from conversation_script import ASKED, CONCERT, REWRITER, ROWS, STANDALONE, resp
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 
-from macsql.graph.context import Context
+from macsql.core.context import Context
 from macsql.graph.registry import get_builder, get_pipeline
 from macsql.llm.models import registered_chat_model
-from macsql.nodes.conversation import has_conversation
-from macsql.tools.scripted import ScriptedChatModel
+from macsql.nodes.common.contextualize import has_conversation
+from macsql.testing.scripted import ScriptedChatModel
 
 PIPELINES = ["macsql", "sqlfix", "r3", "macsql+sqlfix"]
 

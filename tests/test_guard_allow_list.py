@@ -19,6 +19,7 @@ import pytest
 from conftest import BIRD, SPIDER, spider_db
 
 from macsql.cli.common import parse_context_fields
+from macsql.core.context import BaseContext, Context, ContextError
 from macsql.database import relation_inventory
 from macsql.database.connection import get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql, sqlite_authorizer
@@ -33,8 +34,7 @@ from macsql.database.guard import (
 from macsql.database.guard_relations import Relations
 from macsql.database.relation_inventory import clear_inventories, relations_of
 from macsql.evals.scoring import Scorer
-from macsql.graph.context import BaseContext, Context, ContextError
-from macsql.nodes.executor import execute_and_analyse
+from macsql.nodes.common.executor import execute_and_analyse
 
 MAINTENANCE = [
     "SELECT brin_summarize_new_values('concert_year_brin')",

@@ -25,8 +25,8 @@ from macsql.database import execution, relation_inventory
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, GuardVerdict
+from macsql.database.loaders.postgres import copy_sqlite_to_postgres, database_url, psycopg_url
 from macsql.database.relation_inventory import clear_inventories, take_privilege_warning
-from macsql.tools.postgres_loader import copy_sqlite_to_postgres, database_url, psycopg_url
 
 ALLOW_ALL = GuardVerdict(True, "ok")  # patched in to bypass the guard
 

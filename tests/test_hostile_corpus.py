@@ -30,8 +30,8 @@ from sqlalchemy import text
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, check_statement
+from macsql.database.loaders.postgres import copy_sqlite_to_postgres, database_url
 from macsql.graph.macsql_graph import graph
-from macsql.tools.postgres_loader import copy_sqlite_to_postgres, database_url
 
 DATA = Path(__file__).parent / "data"
 HEADER = re.compile(r"^-- @@ (?P<kind>\w+) \| (?P<note>.+)$")

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from conftest import concert_db
 
-from macsql.graph.context import Agent
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.core.context import Agent
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 # A real `langgraph dev` server in a subprocess: seconds to start, so the whole module is slow.
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
@@ -419,11 +419,11 @@ def test_importing_and_building_every_graph_touches_no_network_or_database(
     imported = set(report["imported"])
     for module in (
         "macsql.graph.macsql_graph",
-        "macsql.graph.context",
-        "macsql.nodes.executor",
-        "macsql.nodes.selector",
+        "macsql.core.context",
+        "macsql.nodes.common.executor",
+        "macsql.nodes.macsql.selector",
         "macsql.llm.models",
-        "macsql.tools.scripted",
+        "macsql.testing.scripted",
         "macsql.cli.main",
         "macsql.database.connection",
     ):

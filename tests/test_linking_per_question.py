@@ -15,9 +15,9 @@ import pytest
 
 from macsql.database.schema import ColumnInfo, SchemaInfo, TableInfo
 from macsql.database.value_index import normalise
-from macsql.nodes import schema_linking
-from macsql.nodes.schema_linking import TABLE_HEADER_CHARS, LinkBudget, link_schema
-from macsql.nodes.schema_render import render_column
+from macsql.linking import ranking as schema_linking
+from macsql.linking.ranking import TABLE_HEADER_CHARS, LinkBudget, link_schema
+from macsql.prompts.schema_text import render_column
 
 
 def _schema(columns: int) -> SchemaInfo:

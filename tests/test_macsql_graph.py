@@ -244,7 +244,7 @@ def test_selector_thresholds_are_context_fields(scripted) -> None:
 
 def test_analysis_rules_per_dataset_style() -> None:
     from macsql.database.execution import Outcome
-    from macsql.nodes.executor import analyse
+    from macsql.nodes.common.executor import analyse
 
     assert analyse(Outcome.OK, [], "bird") == Outcome.EMPTY_RESULT
     assert analyse(Outcome.OK, [], "spider") == Outcome.OK
@@ -254,7 +254,7 @@ def test_analysis_rules_per_dataset_style() -> None:
 
 
 def test_best_try_prefers_passing_then_ran_then_latest() -> None:
-    from macsql.nodes.executor import best_try
+    from macsql.nodes.common.executor import best_try
 
     tries = [
         {"sql": "a", "outcome": "syntax_error"},
@@ -267,8 +267,8 @@ def test_best_try_prefers_passing_then_ran_then_latest() -> None:
 
 
 def test_needs_selector_uses_the_official_thresholds() -> None:
-    from macsql.graph.context import Context
-    from macsql.nodes.selector import needs_selector
+    from macsql.core.context import Context
+    from macsql.nodes.macsql.selector import needs_selector
 
     def state(widths: list[int]) -> dict:
         return {"schema": {"tables": [{"columns": [{}] * w} for w in widths]}}

@@ -16,13 +16,13 @@ import pytest
 from conftest import spider_db
 from test_deadline_workers import until_idle
 
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
 from macsql.graph.macsql_graph import graph
 from macsql.llm import calls
 from macsql.llm.calls import call_model
 from macsql.llm.deadlines import cancel_scope
 from macsql.llm.settings import ModelSettings
-from macsql.tools.scripted import ScriptedOpenAIServer, Silent, Trickle
+from macsql.testing.scripted import ScriptedOpenAIServer, Silent, Trickle
 
 TIMEOUT = 1.0
 SLACK = 0.5 + 0.25  # the rule's half second, plus thread start-up on a loaded machine

@@ -17,15 +17,15 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from macsql.cli.main import main
-from macsql.graph.context import Agent, Context, ContextError
+from macsql.core.context import Agent, Context, ContextError
 from macsql.graph.macsql_graph import graph
+from macsql.llm.agent_calls import call_agent
 from macsql.llm.calls import call_model
 from macsql.llm.openai_client import ReasoningChatOpenAI
 from macsql.llm.settings import ModelSettings
 from macsql.llm.structured import forget_rejections
-from macsql.nodes.model_calls import call_agent
-from macsql.nodes.reply_schemas import SqlAnswer
-from macsql.tools.scripted import ScriptedOpenAIServer, ScriptedReply
+from macsql.replies.schemas import SqlAnswer
+from macsql.testing.scripted import ScriptedOpenAIServer, ScriptedReply
 
 CONCERT = str(spider_db("concert_singer"))
 FINAL = "SELECT count(*) FROM singer"

@@ -12,10 +12,10 @@ from conftest import concert_db, wrong_then_fixed
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
 from macsql.graph.macsql_graph import builder
 from macsql.llm.models import registered_chat_model
-from macsql.tools.scripted import ScriptedChatModel
+from macsql.testing.scripted import ScriptedChatModel
 
 CONCERT_DB = concert_db()
 QUESTION = {"question": "How many singers do we have?", "db": str(CONCERT_DB)}

@@ -19,8 +19,8 @@ import pytest
 from conftest import spider_eval_args, spider_sample
 
 from macsql.cli.main import main
-from macsql.graph.context import Agent
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.core.context import Agent
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 LIMIT = 20
 

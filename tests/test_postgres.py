@@ -25,7 +25,7 @@ from sqlalchemy import text
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import check_statement
-from macsql.tools.postgres_loader import (
+from macsql.database.loaders.postgres import (
     MARKER_PREFIX,
     ColumnStats,
     LoaderError,

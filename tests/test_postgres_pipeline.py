@@ -18,7 +18,7 @@ from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.relation_inventory import clear_inventories
 from macsql.database.schema import build_schema
-from macsql.nodes.schema_render import render_foreign_keys
+from macsql.prompts.schema_text import render_foreign_keys
 
 pytestmark = pytest.mark.postgres
 
@@ -69,7 +69,7 @@ def test_ask_on_postgres_with_a_refine(
 def test_eval_gold_on_postgres(
     pg_admin_url: str, tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:  # type: ignore[no-untyped-def]
-    from macsql.tools.postgres_loader import database_url
+    from macsql.database.loaders.postgres import database_url
 
     clear_inventories()
     url = database_url(pg_admin_url, "DBID").replace("DBID", "{db_id}")

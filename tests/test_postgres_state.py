@@ -18,8 +18,8 @@ from sqlalchemy import text
 from test_cli_chat import _chat
 from test_privacy_and_answer import make_accounts_db, respond_to_every_agent
 
-from macsql.tools.postgres_loader import database_url
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.database.loaders.postgres import database_url
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.postgres
 
@@ -51,8 +51,8 @@ def test_a_conversation_started_in_one_process_continues_in_another(state_url: s
 
 _REPAIR_RUN = """
 import json, sys
-from macsql.graph.context import Context
-from macsql.graph.persistence import open_persistence
+from macsql.core.context import Context
+from macsql.memory.persistence import open_persistence
 from macsql.graph.registry import get_builder
 
 url, base_url, db, thread = sys.argv[1:5]

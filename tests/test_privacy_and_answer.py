@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from conversation_script import ANSWERER
 
-from macsql.graph.context import Context
+from macsql.core.context import Context
 from macsql.graph.registry import get_pipeline, pipeline_names
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 SENTINELS = ("ZEBRA-7731", "QUOKKA-5520")
 FIRST_SQL = "SELECT holder, note FROM account"

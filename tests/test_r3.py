@@ -15,21 +15,16 @@ from conftest import SPIDER
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.memory import InMemorySaver
 
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
 from macsql.graph.r3_graph import builder as r3_builder
 from macsql.graph.registry import get_pipeline
+from macsql.llm.embeddings import register_embeddings, unregister_embeddings
 from macsql.llm.models import registered_chat_model
-from macsql.nodes.lexical_similarity import BM25Index
-from macsql.nodes.r3_kshot import (
-    FewShotSelector,
-    load_pool,
-    register_embeddings,
-    selector_for,
-    unregister_embeddings,
-)
-from macsql.nodes.r3_writer import normalise_sql, same_sql, truncate_history
+from macsql.memory.similarity import BM25Index
+from macsql.nodes.r3.kshot import FewShotSelector, load_pool, selector_for
+from macsql.nodes.r3.writer import normalise_sql, same_sql, truncate_history
 from macsql.prompts import load_prompt
-from macsql.tools.scripted import ScriptedChatModel
+from macsql.testing.scripted import ScriptedChatModel
 
 TRAIN = SPIDER / "train_spider.json"
 QUESTION = "List the names of singers from France, youngest first."
@@ -407,7 +402,7 @@ def test_a_second_question_in_the_same_thread_starts_afresh(db: str) -> None:
 
 
 def test_consensus_compares_literals_case_sensitively() -> None:
-    from macsql.nodes.r3_writer import same_sql
+    from macsql.nodes.r3.writer import same_sql
 
     assert same_sql(
         "select name from singer where country = 'France'",

@@ -10,8 +10,8 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 
-from macsql.nodes import sqlfix_memory
-from macsql.nodes.sqlfix_memory import (
+from macsql.memory import repairs as sqlfix_memory
+from macsql.memory.repairs import (
     all_repairs,
     ensure_seeded,
     retrieve_similar_repairs,

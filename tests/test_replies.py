@@ -1,4 +1,4 @@
-from macsql.nodes.replies import extract_json_object, extract_sql
+from macsql.replies.reader import extract_json_object, extract_sql
 
 
 def test_last_sql_block_wins() -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from macsql.nodes.r3_reviewers import parse_personas
-from macsql.nodes.replies import extract_json_object, json_field, read_sql
-from macsql.nodes.schema_selection import apply_selection
-from macsql.nodes.sqlfix_query_crafter import parse_paraphrases
-from macsql.nodes.sqlfix_reviewer import parse_verdict
+from macsql.linking.selection import apply_selection
+from macsql.nodes.r3.reviewers import parse_personas
+from macsql.nodes.sqlfix.query_crafter import parse_paraphrases
+from macsql.nodes.sqlfix.reviewer import parse_verdict
+from macsql.replies.reader import extract_json_object, json_field, read_sql
 
 FINAL = "SELECT name FROM singer WHERE age > 30"
 DRAFT = "SELECT * FROM concert"

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from macsql.cli.main import main
 from macsql.llm.structured import forget_rejections
-from macsql.tools.scripted import Reply, ScriptedOpenAIServer, ScriptedReply
+from macsql.testing.scripted import Reply, ScriptedOpenAIServer, ScriptedReply
 
 pytestmark = pytest.mark.skipif(
     not (SPIDER / "dev.json").exists(), reason="the Spider data is not in /work/shared/data"

@@ -11,12 +11,12 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
+from macsql.llm.agent_calls import call_agent
 from macsql.llm.calls import call_model
 from macsql.llm.request_slots import RequestSlots, limit_model_requests, model_request_slot
 from macsql.llm.settings import ModelSettings
-from macsql.nodes.model_calls import call_agent
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 
 class AskState(TypedDict, total=False):

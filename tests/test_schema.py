@@ -15,8 +15,8 @@ from macsql.database.schema import (
     load_schema,
     pick_examples,
 )
-from macsql.nodes.schema_render import render_foreign_keys, render_schema
-from macsql.nodes.schema_selection import apply_selection
+from macsql.linking.selection import apply_selection
+from macsql.prompts.schema_text import render_foreign_keys, render_schema
 
 
 def test_spider_schema_has_types_keys_and_examples() -> None:

@@ -150,7 +150,7 @@ def test_postgres_sampling_skips_long_values_of_every_type(pg_admin_url: str) ->
     from pg_support import writable_engine
     from sqlalchemy import text
 
-    from macsql.tools.postgres_loader import database_url
+    from macsql.database.loaders.postgres import database_url
 
     name = "bounds_test_sampling"
     admin = writable_engine(pg_admin_url)

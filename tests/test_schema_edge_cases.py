@@ -8,7 +8,7 @@ from pathlib import Path
 from macsql.database.connection import resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.schema import build_schema
-from macsql.nodes.schema_render import render_schema
+from macsql.prompts.schema_text import render_schema
 
 
 def test_awkward_names_views_blobs_and_empty_tables(tmp_path: Path) -> None:

@@ -13,21 +13,21 @@ from conftest import spider_db, spider_eval_args
 from langchain_core.embeddings import Embeddings
 
 from macsql.cli.main import main
+from macsql.core.context import Context
 from macsql.database.connection import resolve_database
 from macsql.database.schema import ColumnInfo, ForeignKey, SchemaInfo, TableInfo, load_schema
 from macsql.database.value_index import ValueMatch
 from macsql.evals.linking_recall import ItemRecall, gold_elements, kept_of, summarise
-from macsql.graph.context import Context
 from macsql.graph.registry import get_pipeline
-from macsql.nodes.schema_linking import (
+from macsql.linking.ranking import (
     LinkBudget,
     join_edges,
     link_schema,
     render_value_matches,
 )
-from macsql.nodes.schema_loader import load_schema_node
-from macsql.nodes.schema_render import rendered_schema
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.nodes.common.load_schema import load_schema_node
+from macsql.prompts.schema_text import rendered_schema
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 
 def _table(name: str, columns: list[str], pk: str = "id") -> TableInfo:
@@ -346,7 +346,7 @@ def test_small_schemas_reach_the_agents_unchanged(tmp_path: Path) -> None:
 
 
 def test_load_schema_node_is_untouched_by_linking() -> None:
-    assert load_schema_node.__module__ == "macsql.nodes.schema_loader"
+    assert load_schema_node.__module__ == "macsql.nodes.common.load_schema"
 
 
 def test_macsql_link_command_prints_kept_columns_and_values(
@@ -420,8 +420,8 @@ class _SynonymEmbeddings(Embeddings):
 
 
 def test_embeddings_add_to_the_ranking(tmp_path: Path) -> None:
-    from macsql.nodes.r3_kshot import register_embeddings, unregister_embeddings
-    from macsql.nodes.schema_linker import run_linking
+    from macsql.llm.embeddings import register_embeddings, unregister_embeddings
+    from macsql.nodes.common.link_schema import run_linking
 
     columns = ["id", *[f"attr_{i}" for i in range(12)], "remuneration"]
     table = _table("staff", columns)

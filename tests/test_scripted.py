@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from macsql.graph.context import Agent
+from macsql.core.context import Agent
 from macsql.llm.calls import AGENT_HEADER, call_model
 from macsql.llm.models import registered_chat_model
 from macsql.llm.settings import ModelSettings
-from macsql.tools.scripted import ScriptedChatModel, ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedChatModel, ScriptedOpenAIServer
 
 # The same prompt for every agent: only the agent's name can pick the reply.
 PROMPT = "Which reply do I get?"

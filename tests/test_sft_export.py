@@ -35,7 +35,7 @@ from macsql.cli.main import main
 from macsql.evals.eval_sets import QuoteFinder
 from macsql.evals.sft_export import ExportOptions, export_sft
 from macsql.evals.sft_formats import alpaca, chat, sharegpt
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 N = 60
 SECRET = "sk-teacher-secret-0123456789"

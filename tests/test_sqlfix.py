@@ -13,19 +13,19 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
 from macsql.graph.registry import get_pipeline, pipeline_names
 from macsql.graph.sqlfix_graph import builder as sqlfix_builder
 from macsql.llm.models import registered_chat_model
-from macsql.nodes.sqlfix_memory import (
+from macsql.memory.repairs import (
     REPAIR_NAMESPACE,
     all_repairs,
     retrieve_similar_repairs,
     seed_repair_memory,
 )
-from macsql.nodes.sqlfix_query_crafter import parse_paraphrases
-from macsql.nodes.sqlfix_reviewer import parse_verdict
-from macsql.tools.scripted import ScriptedChatModel
+from macsql.nodes.sqlfix.query_crafter import parse_paraphrases
+from macsql.nodes.sqlfix.reviewer import parse_verdict
+from macsql.testing.scripted import ScriptedChatModel
 
 QUESTION = "List the names of singers from France, youngest first."
 GOOD_SQL = "SELECT name FROM singer WHERE country = 'France' ORDER BY age"

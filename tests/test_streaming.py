@@ -14,10 +14,10 @@ import pytest
 from conftest import concert_db
 
 from macsql.cli.main import main
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
 from macsql.graph.macsql_graph import graph
 from macsql.llm.models import registered_chat_model
-from macsql.tools.scripted import ScriptedChatModel, ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedChatModel, ScriptedOpenAIServer
 
 CONCERT_DB = concert_db()
 WIDE_TABLES = ("customer", "product", "orders", "warehouse")

@@ -17,10 +17,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from macsql.graph.context import Agent, Context
-from macsql.graph.state import MacSqlInput, MacSqlOutput
+from macsql.core.context import Agent, Context
+from macsql.core.state import MacSqlInput, MacSqlOutput
 from macsql.llm.models import registered_chat_model
-from macsql.tools.scripted import ScriptedChatModel
+from macsql.testing.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[1]
 CONCERT_DB = concert_db()

@@ -10,11 +10,11 @@ import pytest
 from conftest import spider_db, wrong_then_fixed
 
 from macsql.cli.main import main
-from macsql.graph.context import Agent, Context
+from macsql.core.context import Agent, Context
+from macsql.llm.agent_calls import settings_for
 from macsql.llm.calls import call_model
 from macsql.llm.traces import recording_traces
-from macsql.nodes.model_calls import settings_for
-from macsql.tools.scripted import ScriptedOpenAIServer
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 CONCERT = str(spider_db("concert_singer"))
 QUESTION = "What is the name of the oldest singer?"

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.schema import load_schema
 from macsql.database.value_index import clear_value_indexes, open_value_index
-from macsql.nodes.schema_linking import question_phrases
+from macsql.linking.ranking import question_phrases
 
 pytestmark = pytest.mark.postgres
 

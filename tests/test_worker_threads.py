@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from macsql.graph.worker_threads import WorkerThreads, idle_workers
+from macsql.core.worker_threads import WorkerThreads, idle_workers
 
 _probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
 
@@ -135,7 +135,7 @@ def test_a_pool_works_in_a_forked_child() -> None:
 _SCHEDULER_PROBE = """
 import threading
 from macsql.evals.scheduler import start_method
-from macsql.graph.worker_threads import WorkerThreads, idle_workers
+from macsql.core.worker_threads import WorkerThreads, idle_workers
 pool = WorkerThreads("probe")
 done = threading.Event()
 pool.run(done.set)

@@ -1,0 +1,163 @@
+"""`contextualize`: a follow-up question becomes a standalone one, from the conversation.
+
+History comes from either source a host has: earlier turns that macsql kept itself on a
+checkpointed thread (or that the caller passed as `turns`), or a LangGraph `messages` list. The
+rewriter sees earlier questions and their SQL and outcome, never their rows. Without history no
+model is called.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from macsql.core.context import Agent, BaseContext, ContextT, context_of
+from macsql.core.events import emit
+from macsql.core.state import ConversationTurn, Fallback, PipelineState, Usage
+from macsql.llm.agent_calls import call_agent
+from macsql.prompts import render_prompt
+from macsql.replies.reader import extract_sql
+
+_QUESTION_LINE = re.compile(r"^\s*\**\s*question\s*\**\s*:\s*(.+)$", re.I | re.M)
+_BUILDS_LINE = re.compile(r"builds on the previous sql\s*\**\s*:\s*\**\s*(yes|no)", re.I)
+
+
+def message_text(message: AnyMessage) -> str:
+    content = message.content
+    if isinstance(content, list):
+        return "".join(c.get("text", "") if isinstance(c, dict) else str(c) for c in content)
+    return str(content or "")
+
+
+def split_messages(messages: list[AnyMessage]) -> tuple[list[ConversationTurn], str]:
+    """Earlier turns and the newest human message's text. An AI message gives its turn's SQL:
+    macsql's own (`additional_kwargs["macsql"]["sql"]`) or a ```sql block; its prose is never
+    used, since it may quote result rows."""
+    turns: list[ConversationTurn] = []
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            turns.append({"question": message_text(message).strip()})
+        elif isinstance(message, AIMessage) and turns:
+            meta = message.additional_kwargs.get("macsql")
+            sql = meta.get("sql") if isinstance(meta, dict) else None
+            sql = sql or extract_sql(message_text(message))
+            if sql:
+                turns[-1]["sql"] = str(sql)
+    if turns:
+        latest = turns.pop()
+        return turns, latest.get("question", "")
+    return [], ""
+
+
+def finished_turn(state: PipelineState) -> ConversationTurn | None:
+    """The previous run on this thread, when there was one (its keys are still in the state)."""
+    asked = state.get("asked")
+    if not asked:
+        return None
+    return {
+        "question": asked,
+        "standalone_question": state.get("standalone_question") or asked,
+        "sql": state.get("sql") or "",
+        "outcome": state.get("outcome") or "not_run",
+    }
+
+
+def render_history(turns: list[ConversationTurn]) -> str:
+    lines = []
+    for number, turn in enumerate(turns, 1):
+        lines.append(f"{number}. User: {turn.get('question', '')}")
+        standalone = turn.get("standalone_question")
+        if standalone and standalone != turn.get("question"):
+            lines.append(f"   (understood as: {standalone})")
+        sql = turn.get("sql")
+        lines.append(f"   SQL: {sql}" if sql else "   SQL: (none)")
+        if turn.get("outcome"):
+            lines.append(f"   Outcome: {turn['outcome']}")
+    return "\n".join(lines)
+
+
+def parse_rewrite(reply: str) -> tuple[str | None, bool]:
+    """The standalone question and whether it builds on the previous SQL."""
+    found = _QUESTION_LINE.findall(reply or "")
+    question = found[-1].strip().strip('"').strip() if found else None
+    builds = _BUILDS_LINE.search(reply or "")
+    return question or None, bool(builds and builds.group(1).lower() == "yes")
+
+
+def has_conversation(state: PipelineState, on_thread: bool) -> bool:
+    """Whether `contextualize` has anything to do for this run: history to rewrite the question
+    with (turns, messages, or a previous run's keys), a question to clean or to take from the
+    messages, a caller's `standalone_question` or `previous_sql` to settle, or a checkpointed
+    thread whose next run reads this one's `asked`. Otherwise its update would change nothing
+    but `standalone_question`, which `load_schema` then writes (`standalone_of`)."""
+    if on_thread or state.get("turns") or state.get("messages") or state.get("asked"):
+        return True
+    question = state.get("question") or ""
+    standalone = state.get("standalone_question")
+    if not question or question != question.strip() or standalone not in (None, question):
+        return True
+    return bool(state.get("previous_sql")) and standalone != question
+
+
+def standalone_of(state: PipelineState) -> PipelineState:
+    """`standalone_question` when the run skipped `contextualize` (it is then the question as
+    asked); nothing when it ran, since it wrote the key itself."""
+    if state.get("standalone_question") is not None:
+        return {}
+    return {"standalone_question": (state.get("question") or "").strip()}
+
+
+def contextualize_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
+    context = context_of(runtime, BaseContext)
+    turns = list(state.get("turns") or [])
+    previous = finished_turn(state)
+    if previous is not None:
+        turns.append(previous)
+    turns = turns[-context.history_turns :]  # only these are ever shown
+    from_messages, latest = split_messages(list(state.get("messages") or []))
+    question = (state.get("question") or "").strip() or latest.strip()
+    history = turns or from_messages[-context.history_turns :]
+    update: PipelineState = {
+        "asked": question,
+        "question": question,
+        "standalone_question": question,
+        "turns": turns,
+        "previous_sql": "",
+        # A thread that answers a second question starts its usage again, past the reducer.
+        "usage": cast(Usage, Overwrite({})),
+        "fallbacks": cast(list[Fallback], Overwrite([])),
+    }
+    already_standalone = state.get("standalone_question") == question and previous is None
+    if already_standalone:  # rewritten by the caller (or an enclosing graph), with its context
+        update["previous_sql"] = state.get("previous_sql") or ""
+    if not history or not question or already_standalone:
+        return update
+    emit(runtime, Agent.CONTEXTUALIZER, "start", turns=len(history))
+    prompt = render_prompt(
+        "contextualize",
+        db_id=_db_label(state),
+        history=render_history(history),
+        question=question,
+    )
+    reply = call_agent(context, Agent.CONTEXTUALIZER, prompt)
+    update["usage"] = cast(Usage, Overwrite(reply.usage))
+    if reply.failed:  # the asked question goes on as it is; the writer may still cope
+        emit(runtime, Agent.CONTEXTUALIZER, "error", error=reply.error)
+        return update
+    standalone, builds = parse_rewrite(reply.text)
+    standalone = standalone or question
+    update["question"] = standalone
+    update["standalone_question"] = standalone
+    if builds and history[-1].get("sql"):
+        update["previous_sql"] = history[-1].get("sql", "")
+    emit(runtime, Agent.CONTEXTUALIZER, "done", question=standalone, builds_on_sql=builds)
+    return update
+
+
+def _db_label(state: Any) -> str:
+    db = str(state.get("db") or "")
+    return db.rsplit("/", 1)[-1] or "the database"

@@ -1,0 +1,1 @@
+"""MAC-SQL's agents: the Selector, the Decomposer and the Refiner."""

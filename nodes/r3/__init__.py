@@ -1,0 +1,1 @@
+"""R^3's agents: k-shot examples, the SQL writer and the reviewers."""

@@ -1,0 +1,1 @@
+"""SQLFixAgent's agents: the SQLTool, the SQLReviewer, the QueryCrafter and the SQLRefiner."""

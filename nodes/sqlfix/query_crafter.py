@@ -1,0 +1,144 @@
+"""SQLFixAgent's QueryCrafter: paraphrase the question, ask the SQLTool for a query per wording.
+
+The paraphrases perturb the generator's input, so its candidates differ more than beam search
+alone would make them. Candidates that do not execute are dropped, and candidates with the same
+result are kept once, so the SQLRefiner chooses between different answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from macsql.core.context import Agent, SqlFixContext, context_of
+from macsql.core.events import emit
+from macsql.core.failures import model_failure
+from macsql.core.state import (
+    Candidate,
+    DroppedCandidate,
+    ExecutionRecord,
+    Fallback,
+    SqlFixState,
+    Usage,
+    merge_usage,
+)
+from macsql.llm.agent_calls import call_agent
+from macsql.nodes.common.executor import execute_and_analyse
+from macsql.nodes.sqlfix.sql_tool import generate_sql
+from macsql.prompts import render_prompt
+from macsql.prompts.inputs import prompt_inputs
+from macsql.prompts.results import PREVIEW_ROWS, ran
+from macsql.replies.agents import reply_fallbacks, unreadable
+from macsql.replies.reader import extract_json_object, json_field
+from macsql.replies.schemas import ParaphraseAnswer
+
+AGENT = Agent.QUERY_CRAFTER
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
+
+
+def parse_paraphrases(
+    text: str, question: str, n: int, found: dict[str, Any] | None = None
+) -> list[str]:
+    """Up to `n` distinct rewordings, none equal to the question itself, from the reply's
+    fields (when it answered in a schema) or its text."""
+    if found is None:
+        found = extract_json_object(text, ("paraphrases", "questions"))
+    items: list[Any] = []
+    if found is not None:
+        value = json_field(found, "paraphrases", "questions") or []
+        items = value if isinstance(value, list) else []
+    if not items:  # a numbered or bulleted list instead of JSON
+        items = [m.group(1) for m in map(_LIST_ITEM.match, (text or "").splitlines()) if m]
+    out: list[str] = []
+    seen = {" ".join(question.lower().split())}
+    for item in items:
+        wording = " ".join(str(item).split()).strip().strip('"')
+        key = wording.lower()
+        if wording and key not in seen:
+            seen.add(key)
+            out.append(wording)
+    return out[: max(n, 0)]
+
+
+def result_key(record: ExecutionRecord) -> str:
+    """Results compare by their rows in order (column names aside): an ORDER BY can be the very
+    difference the question cares about, so two orders of the same rows stay two candidates."""
+    rows = record.get("rows") or []
+    return json.dumps([record.get("row_count", len(rows)), rows], default=str)
+
+
+def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
+    context = context_of(runtime, SqlFixContext)
+    question = (state.get("question") or "").strip()
+    n = max(context.num_paraphrases, 0)
+    emit(runtime, AGENT, "start", paraphrases=n)
+    usage: Usage = {}
+    fallbacks: list[Fallback] = []
+    paraphrases: list[str] = []
+    if n:
+        prompt = render_prompt("sqlfix_query_crafter", **prompt_inputs(state, context), n=n)
+        reply = call_agent(context, AGENT, prompt, schema=ParaphraseAnswer)
+        usage = merge_usage(usage, reply.usage)
+        fallbacks += reply_fallbacks(runtime, AGENT, reply)
+        if reply.failed:
+            emit(runtime, AGENT, "error", error=reply.error)
+            return {**model_failure(reply.error or ""), "usage": usage, "fallbacks": fallbacks}
+        paraphrases = parse_paraphrases(reply.text, question, n, reply.structured)
+        if not paraphrases:
+            detail = "the reply held no paraphrases; no candidates were written"
+            fallbacks.append(unreadable(runtime, AGENT, detail))
+    original = state.get("last_execution") or {}
+    original_key = result_key(original) if ran(original) else None
+    candidates: list[Candidate] = []
+    dropped: list[DroppedCandidate] = []
+    seen: dict[str, int] = {}
+    for wording in paraphrases:
+        generated = generate_sql(state, runtime, question=wording)
+        usage = merge_usage(usage, generated.usage)
+        fallbacks += generated.fallbacks
+        if generated.error is not None or not generated.sql:
+            reason = generated.error or "the SQL generator's reply held no SQL"
+            dropped.append({"question": wording, "sql": generated.sql or "", "reason": reason})
+            continue
+        record = execute_and_analyse(state["db"], generated.sql, context)
+        if not ran(record):
+            dropped.append(
+                {"question": wording, "sql": generated.sql, "reason": record.get("error") or ""}
+            )
+            continue
+        key = result_key(record)
+        if key in seen:
+            candidates[seen[key]]["paraphrases"].append(wording)
+            continue
+        seen[key] = len(candidates)
+        candidates.append(
+            {
+                "sql": generated.sql,
+                "paraphrases": [wording],
+                "outcome": record["outcome"],
+                "columns": record.get("columns", []),
+                "rows": (record.get("rows") or [])[:PREVIEW_ROWS],
+                "row_count": record.get("row_count", 0),
+                "truncated": record.get("truncated", False),
+                "error": record.get("error"),
+                "same_result_as_original": key == original_key,
+            }
+        )
+    emit(
+        runtime,
+        AGENT,
+        "done",
+        paraphrases=paraphrases,
+        candidates=[c["sql"] for c in candidates],
+        dropped=len(dropped),
+    )
+    return {
+        "paraphrases": paraphrases,
+        "candidates": candidates,
+        "dropped_candidates": dropped,
+        "usage": usage,
+        "fallbacks": fallbacks,
+    }

@@ -1,0 +1,106 @@
+"""SQLFixAgent's SQLReviewer: execution first, then rubber-duck review against the question.
+
+The executor has already run the SQL. A syntax or execution error (or a reply with no SQL) is a
+detected error with no model call. A query that ran is explained clause by clause by the model,
+which ends with a verdict: `pass` keeps the SQL as final, `error` starts the repair.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from langgraph.runtime import Runtime
+
+from macsql.core.context import Agent, SqlFixContext, context_of
+from macsql.core.events import emit
+from macsql.core.failures import model_failure
+from macsql.core.state import Fallback, Review, SqlFixState
+from macsql.llm.agent_calls import call_agent
+from macsql.prompts import render_prompt
+from macsql.prompts.inputs import prompt_inputs
+from macsql.prompts.quoting import shown_message
+from macsql.prompts.results import ran, render_result
+from macsql.replies.agents import field_text, reply_fallbacks, unreadable
+from macsql.replies.reader import extract_json_object
+from macsql.replies.schemas import ReviewAnswer
+
+AGENT = Agent.REVIEWER
+
+_PASS_WORDS = {"pass", "passed", "correct", "ok", "yes", "approve", "approved"}
+_ERROR_WORDS = {"error", "incorrect", "wrong", "fail", "failed", "no", "reject", "rejected"}
+_VERDICT_LINE = re.compile(r"verdict\W{0,5}([a-z]+)", re.I)
+
+
+Verdict = Literal["pass", "error"]
+
+
+def parse_verdict(text: str, found: dict[str, object] | None = None) -> tuple[Verdict, str] | None:
+    """('pass' | 'error', reason) from the reviewer's reply (or its fields, when it answered
+    in a schema), or None when it gave none."""
+    if found is None:
+        found = extract_json_object(text, ("verdict",))
+    if found is not None:
+        word = field_text(found, "verdict").lower()
+        reason = field_text(found, "reason")
+        if word in _PASS_WORDS:
+            return "pass", reason
+        if word in _ERROR_WORDS:
+            return "error", reason
+    for match in reversed(_VERDICT_LINE.findall(text or "")):
+        word = match.lower()
+        if word in _PASS_WORDS:
+            return "pass", ""
+        if word in _ERROR_WORDS:
+            return "error", ""
+    return None
+
+
+def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
+    context = context_of(runtime, SqlFixContext)
+    record = state.get("last_execution") or {}
+    sql = record.get("sql") or state.get("original_sql") or ""
+    if not ran(record):
+        review: Review = {
+            "verdict": "error",
+            "source": "execution",
+            "reason": f"the query did not execute ({record.get('outcome', 'not run')}): "
+            f"{shown_message(record.get('error'))}",
+        }
+        emit(runtime, AGENT, "done", **review)
+        return {"review": review, "original_sql": sql}
+    emit(runtime, AGENT, "start", sql=sql)
+    prompt = render_prompt(
+        "sqlfix_reviewer",
+        **prompt_inputs(state, context),
+        sql=sql,
+        result=render_result(record, cells=context.send_rows_to_model),
+    )
+    reply = call_agent(context, AGENT, prompt, schema=ReviewAnswer)
+    fallbacks: list[Fallback] = reply_fallbacks(runtime, AGENT, reply)
+    if reply.failed:
+        emit(runtime, AGENT, "error", error=reply.error)
+        return {
+            **model_failure(reply.error or ""),
+            "usage": reply.usage,
+            "original_sql": sql,
+            "fallbacks": fallbacks,
+        }
+    verdict = parse_verdict(reply.text, reply.structured)
+    if verdict is None:
+        # No verdict means no error was detected: the executed SQL stands, and we say why.
+        review = {
+            "verdict": "pass",
+            "source": "unparsed",
+            "reason": "the review gave no verdict; the executed SQL is kept",
+        }
+        fallbacks.append(unreadable(runtime, AGENT, review["reason"]))
+    else:
+        review = {"verdict": verdict[0], "source": "model", "reason": verdict[1]}
+    review["explanation"] = field_text(reply.structured, "explanation") or reply.text
+    emit(runtime, AGENT, "done", verdict=review["verdict"], reason=review["reason"])
+    return {"review": review, "original_sql": sql, "usage": reply.usage, "fallbacks": fallbacks}
+
+
+def review_passed(state: SqlFixState) -> bool:
+    return (state.get("review") or {}).get("verdict") == "pass"
