@@ -311,7 +311,8 @@ class MacSqlContext(BaseContext, _DecomposerModel):
     max_try_times: int = field(
         default=3,
         metadata=_doc(
-            "MAC-SQL's maxTryTimes: the most SQL executions in the executor/refiner loop.",
+            "MAC-SQL's maxTryTimes: the most tries at a question's SQL, the Decomposer's "
+            "and each Refiner turn's (a reply with no SQL counts as one).",
             minimum=1,
         ),
     )

@@ -90,6 +90,13 @@ class DroppedCandidate(TypedDict):
     reason: str
 
 
+class CraftedSql(TypedDict):
+    """A QueryCrafter candidate before it runs: a rewording and the SQL written for it."""
+
+    question: str
+    sql: str
+
+
 class RepairFailure(TypedDict):
     """A failed SQLRefiner attempt, which the next attempt reflects on."""
 
@@ -224,9 +231,10 @@ class MacSqlOutput(TypedDict, total=False):
     """What a caller gets back. `sql` is always a query that was executed, or ''."""
 
     sql: str
-    status: Literal["ok", "failed", "paused"]
+    status: Literal["ok", "failed", "paused", "running"]
     """'ok' when `sql` ran without error; 'failed' otherwise; 'paused' while waiting for a
-    person to approve the SQL (`approve_sql`)."""
+    person to approve the SQL (`approve_sql`); 'running' only in the state of a run in progress
+    (streamed, or read from a checkpoint), never when a run has ended."""
     outcome: str
     """The classification of `sql`'s execution (ok, empty_result, syntax_error, ...)."""
     error: str | None
@@ -272,10 +280,11 @@ class SqlState(TypedDict, total=False):
     tries: list[ExecutionRecord]
     """Each execution: sql, outcome, error. Replaced, never appended by a reducer."""
     fatal: bool
-    """Set when the run cannot go on (bad input, model unreachable); every router then ends
-    the run (`macsql.graph.routing.unless_fatal`)."""
+    """Set when the run cannot go on (bad input, model unreachable, SQL rejected); every router
+    then sends the run to `finish` (`macsql.graph.routing.stopped`)."""
     model_error: str
     refines: int
+    """Refiner turns this question; with the first SQL, they make at most `max_try_times` tries."""
     decomposition: str
     value_matches_text: str
     """Stored values the linking stage matched, as `table.column = 'value'` lines."""
@@ -338,6 +347,8 @@ class SqlFixState(PipelineState, SqlFixOutput, total=False):
     """Everything the SQLFixAgent nodes read and write."""
 
     paraphrases: list[str]
+    crafted: list[CraftedSql]
+    """The QueryCrafter's candidates waiting to run (through approval, when it is on)."""
     candidates: list[Candidate]
     """Executed candidates, one per distinct result."""
     dropped_candidates: list[DroppedCandidate]

@@ -1,8 +1,9 @@
 """The MAC-SQL graph: load_schema → link_schema → [selector] → decomposer → executor ⇄ refiner.
 
 Like every pipeline it starts with `contextualize` when there is a conversation (a follow-up
-question made standalone, see `macsql.nodes.common.contextualize` and `graph.beginning`) and, with
-`Context.answer`, ends with `answer` (`graph.ending`).
+question made standalone) and ends through `finish` (then `answer`, with `Context.answer`); with
+`approve_sql`, each SQL passes the `approve` node before the executor runs it
+(`macsql.graph.routing`).
 
 `builder` is the uncompiled StateGraph, for hosts that compile with their own checkpointer or
 store; `graph` is compiled without one, for LangGraph Studio and the server (which supply
@@ -18,9 +19,16 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import MacSqlContext, context_of
 from macsql.core.state import MacSqlInput, MacSqlOutput, MacSqlState
-from macsql.graph.beginning import start_through_contextualize
-from macsql.graph.ending import with_answer
-from macsql.graph.routing import to_linking, unless_fatal
+from macsql.graph.routing import (
+    FINISH,
+    add_conversation_start,
+    add_finish,
+    after_approval,
+    after_loading,
+    stopped,
+    to_execution,
+)
+from macsql.nodes.common.approval import approve_node
 from macsql.nodes.common.executor import execution_passed, executor_node
 from macsql.nodes.common.link_schema import link_schema_node
 from macsql.nodes.common.load_schema import load_schema_node
@@ -29,36 +37,43 @@ from macsql.nodes.macsql.refiner import refiner_node
 from macsql.nodes.macsql.selector import needs_selector, selector_node
 
 
-@unless_fatal
-def route_after_schema(
+def can_refine(state: MacSqlState, context: MacSqlContext) -> bool:
+    """MAC-SQL's bound: the Decomposer's SQL and the Refiner's make at most `max_try_times`
+    tries, a reply with no SQL counting as one."""
+    return 1 + state.get("refines", 0) < context.max_try_times
+
+
+def route_after_linking(
     state: MacSqlState, runtime: Runtime[MacSqlContext]
-) -> Literal["selector", "decomposer", "__end__"]:
+) -> Literal["selector", "decomposer", "finish"]:
+    if stopped(state):
+        return FINISH
     return "selector" if needs_selector(state, context_of(runtime, MacSqlContext)) else "decomposer"
 
 
-@unless_fatal
 def route_candidate(
     state: MacSqlState, runtime: Runtime[MacSqlContext]
-) -> Literal["executor", "refiner", "__end__"]:
-    """After a model wrote (or failed to write) SQL."""
+) -> Literal["approve", "executor", "refiner", "finish"]:
+    """After a model wrote (or failed to write) SQL; a reply with no SQL goes to the Refiner."""
+    if stopped(state):
+        return FINISH
+    context = context_of(runtime, MacSqlContext)
     if state.get("candidate_sql"):
-        return "executor"
-    # A reply with no SQL is an error for the Refiner, within the same bound.
-    max_try_times = context_of(runtime, MacSqlContext).max_try_times
-    return "refiner" if state.get("refines", 0) < max_try_times else "__end__"
+        return to_execution(context)
+    return "refiner" if can_refine(state, context) else FINISH
 
 
-@unless_fatal
 def route_after_execution(
     state: MacSqlState, runtime: Runtime[MacSqlContext]
-) -> Literal["refiner", "__end__"]:
-    max_try_times = context_of(runtime, MacSqlContext).max_try_times
-    if execution_passed(state) or state.get("attempts", 0) >= max_try_times:
-        return "__end__"
-    return "refiner" if state.get("refines", 0) < max_try_times else "__end__"
+) -> Literal["refiner", "finish"]:
+    if stopped(state) or execution_passed(state):
+        return FINISH
+    return "refiner" if can_refine(state, context_of(runtime, MacSqlContext)) else FINISH
 
 
-def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, MacSqlOutput]:
+def build_macsql_graph(
+    *, answer: bool = True
+) -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, MacSqlOutput]:
     builder: Any = StateGraph(
         MacSqlState,
         context_schema=MacSqlContext,
@@ -69,17 +84,20 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
     builder.add_node("link_schema", link_schema_node)
     builder.add_node("selector", selector_node)
     builder.add_node("decomposer", decomposer_node)
+    builder.add_node("approve", approve_node)
     builder.add_node("executor", executor_node)
     builder.add_node("refiner", refiner_node)
-    start_through_contextualize(builder, "load_schema")
-    builder.add_conditional_edges("load_schema", to_linking)
-    builder.add_conditional_edges("link_schema", route_after_schema)
+    add_conversation_start(builder, "load_schema")
+    builder.add_conditional_edges("load_schema", after_loading)
+    builder.add_conditional_edges("link_schema", route_after_linking)
     builder.add_edge("selector", "decomposer")
     builder.add_conditional_edges("decomposer", route_candidate)
+    builder.add_conditional_edges("approve", after_approval)
     builder.add_conditional_edges("executor", route_after_execution)
     builder.add_conditional_edges("refiner", route_candidate)
+    add_finish(builder, answer=answer)
     return builder
 
 
-builder = with_answer(build_macsql_graph())
+builder = build_macsql_graph()
 graph = builder.compile(name="macsql")

@@ -1,6 +1,7 @@
 """SQLFixAgent as a repair stage after MAC-SQL: `macsql` writes the SQL, `sqlfix` checks it.
 
-    [contextualize] → macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → [answer]
+    [contextualize] → macsql (subgraph) → sqlfix (subgraph, given macsql's `sql`) → finish
+    → [answer]
 
 Both stages are the registered graphs (without their own `answer` node), embedded as subgraphs
 through their narrow input and output schemas: macsql's output key `sql` is sqlfix's input key
@@ -14,18 +15,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END, StateGraph
+from langgraph.graph import StateGraph
 
 from macsql.core.context import MacSqlSqlFixContext
 from macsql.core.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
-from macsql.graph.beginning import start_through_contextualize
-from macsql.graph.ending import with_answer
 from macsql.graph.macsql_graph import build_macsql_graph
+from macsql.graph.routing import FINISH, add_conversation_start, add_finish
 from macsql.graph.sqlfix_graph import build_sqlfix_graph
 
 
-def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "__end__"]:
-    return "sqlfix" if (state.get("sql") or "").strip() else "__end__"
+def route_after_macsql(state: MacSqlSqlFixState) -> Literal["sqlfix", "finish"]:
+    return "sqlfix" if (state.get("sql") or "").strip() else FINISH
 
 
 def build_macsql_sqlfix_graph() -> StateGraph[
@@ -38,13 +38,14 @@ def build_macsql_sqlfix_graph() -> StateGraph[
         output_schema=SqlFixOutput,
     )
     # The stages run without their own answer node: the answer, if any, is written last.
-    builder.add_node("macsql", build_macsql_graph().compile(name="macsql"))
-    builder.add_node("sqlfix", build_sqlfix_graph().compile(name="sqlfix"))
-    start_through_contextualize(builder, "macsql")
+    builder.add_node("macsql", build_macsql_graph(answer=False).compile(name="macsql"))
+    builder.add_node("sqlfix", build_sqlfix_graph(answer=False).compile(name="sqlfix"))
+    add_conversation_start(builder, "macsql")
     builder.add_conditional_edges("macsql", route_after_macsql)
-    builder.add_edge("sqlfix", END)
+    builder.add_edge("sqlfix", FINISH)
+    add_finish(builder)
     return builder
 
 
-builder = with_answer(build_macsql_sqlfix_graph())
+builder = build_macsql_sqlfix_graph()
 graph = builder.compile(name="macsql+sqlfix")

@@ -7,7 +7,8 @@ load_schema → kshot → writer → executor ⇄ writer_debug      (execution e
 Each round ends with the writer revising or rebutting; when it stands by the SQL it was reviewed
 on (same SQL after sqlglot normalisation), that is consensus and the run ends. Otherwise the
 revised SQL is executed and reviewed again, at most `max_review_turns` rounds in all; the last
-revision is always executed before the run ends. Schema loading, the guarded executor, models,
+revision is always executed before the run ends. With `approve_sql`, each SQL passes the
+`approve` node before it runs. Schema loading, the guarded executor, models,
 events and usage are macsql's own.
 """
 
@@ -15,15 +16,22 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from macsql.core.context import R3Context, context_of
 from macsql.core.state import MacSqlInput, R3Output, R3State
-from macsql.graph.beginning import start_through_contextualize
-from macsql.graph.ending import with_answer
-from macsql.graph.routing import to_linking, unless_fatal
+from macsql.graph.routing import (
+    FINISH,
+    add_conversation_start,
+    add_finish,
+    after_approval,
+    after_loading,
+    stopped,
+    to_execution,
+)
+from macsql.nodes.common.approval import approve_node
 from macsql.nodes.common.executor import executor_node
 from macsql.nodes.common.link_schema import link_schema_node
 from macsql.nodes.common.load_schema import load_schema_node
@@ -33,52 +41,52 @@ from macsql.nodes.r3.writer import writer_debug_node, writer_node, writer_revise
 from macsql.prompts.results import ran
 
 
-@unless_fatal
-def route_after_schema(state: R3State) -> Literal["kshot", "__end__"]:
-    return "kshot"
+def route_after_linking(state: R3State) -> Literal["kshot", "finish"]:
+    return FINISH if stopped(state) else "kshot"
 
 
-@unless_fatal
 def route_written(
     state: R3State, runtime: Runtime[R3Context]
-) -> Literal["executor", "writer_debug", "__end__"]:
+) -> Literal["approve", "executor", "writer_debug", "finish"]:
     """After the writer wrote or debugged: execute its SQL; a reply without SQL is debugged."""
+    if stopped(state):
+        return FINISH
+    context = context_of(runtime, R3Context)
     if state.get("candidate_sql"):
-        return "executor"
-    if state.get("debug_turns", 0) < context_of(runtime, R3Context).max_debug_turns:
-        return "writer_debug"
-    return "__end__"
+        return to_execution(context)
+    return "writer_debug" if state.get("debug_turns", 0) < context.max_debug_turns else FINISH
 
 
-@unless_fatal
 def route_after_execution(
     state: R3State, runtime: Runtime[R3Context]
-) -> Literal["writer_debug", "persona", "__end__"] | list[Send]:
+) -> Literal["writer_debug", "persona", "finish"] | list[Send]:
+    if stopped(state):
+        return FINISH
     context = context_of(runtime, R3Context)
     if not ran(state.get("last_execution")) and state.get("debug_turns", 0) < (
         context.max_debug_turns
     ):
         return "writer_debug"
     if state.get("review_turns", 0) >= context.max_review_turns:
-        return "__end__"
+        return FINISH
     if not state.get("personas"):
         return "persona"
     return review_sends(state)
 
 
-@unless_fatal
-def route_after_persona(state: R3State) -> Literal["__end__"] | list[Send]:
-    return review_sends(state)
+def route_after_persona(state: R3State) -> Literal["finish"] | list[Send]:
+    return FINISH if stopped(state) else review_sends(state)
 
 
-@unless_fatal
-def route_after_revise(state: R3State) -> Literal["executor", "__end__"]:
-    if state.get("consensus") or not state.get("candidate_sql"):
-        return "__end__"
-    return "executor"
+def route_after_revise(
+    state: R3State, runtime: Runtime[R3Context]
+) -> Literal["approve", "executor", "finish"]:
+    if stopped(state) or state.get("consensus") or not state.get("candidate_sql"):
+        return FINISH
+    return to_execution(context_of(runtime, R3Context))
 
 
-def build_r3_graph() -> StateGraph[R3State, R3Context, MacSqlInput, R3Output]:
+def build_r3_graph(*, answer: bool = True) -> StateGraph[R3State, R3Context, MacSqlInput, R3Output]:
     builder: Any = StateGraph(
         R3State, context_schema=R3Context, input_schema=MacSqlInput, output_schema=R3Output
     )
@@ -86,25 +94,28 @@ def build_r3_graph() -> StateGraph[R3State, R3Context, MacSqlInput, R3Output]:
     builder.add_node("link_schema", link_schema_node)
     builder.add_node("kshot", kshot_node)
     builder.add_node("writer", writer_node)
+    builder.add_node("approve", approve_node)
     builder.add_node("executor", executor_node)
     builder.add_node("writer_debug", writer_debug_node)
     builder.add_node("persona", persona_node)
     builder.add_node("reviewer", reviewer_node)
     builder.add_node("writer_revise", writer_revise_node)
-    start_through_contextualize(builder, "load_schema")
-    builder.add_conditional_edges("load_schema", to_linking)
-    builder.add_conditional_edges("link_schema", route_after_schema)
+    add_conversation_start(builder, "load_schema")
+    builder.add_conditional_edges("load_schema", after_loading)
+    builder.add_conditional_edges("link_schema", route_after_linking)
     builder.add_edge("kshot", "writer")
     builder.add_conditional_edges("writer", route_written)
     builder.add_conditional_edges("writer_debug", route_written)
+    builder.add_conditional_edges("approve", after_approval)
     builder.add_conditional_edges(
-        "executor", route_after_execution, ["writer_debug", "persona", "reviewer", END]
+        "executor", route_after_execution, ["writer_debug", "persona", "reviewer", FINISH]
     )
-    builder.add_conditional_edges("persona", route_after_persona, ["reviewer", END])
+    builder.add_conditional_edges("persona", route_after_persona, ["reviewer", FINISH])
     builder.add_edge("reviewer", "writer_revise")
     builder.add_conditional_edges("writer_revise", route_after_revise)
+    add_finish(builder, answer=answer)
     return builder
 
 
-builder = with_answer(build_r3_graph())
+builder = build_r3_graph()
 graph = builder.compile(name="r3")

@@ -1,40 +1,80 @@
-"""The one place a fatal failure ends a run.
+"""The routes every pipeline shares: how a run starts, how it reaches SQL execution, how it ends.
 
-A node that cannot go on (bad input, the model unreachable, a rejected SQL) sets `fatal` with
-its reason in the state. Every router of every graph is wrapped in `unless_fatal`, so the run
-ends right after that node, and the routers themselves read only the happy path.
+A node that cannot go on (bad input, the model unreachable, a rejected SQL) sets `fatal` in
+the state. Every router reads it first, through `stopped`, and sends the run to `finish`, the
+one node every run ends through; `finish` goes on to `answer` when `Context.answer` is on.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: LangGraph reads the routers' parameter types at run
+# time to decide whether to pass them `config` and `runtime`.
 
 from collections.abc import Callable
-from functools import wraps
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
-from langgraph.graph import END
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START
+from langgraph.runtime import Runtime
 
-P = ParamSpec("P")
-R = TypeVar("R")
+from macsql.core.context import BaseContext, context_of
+from macsql.nodes.common.answer import answer_node, answer_wanted
+from macsql.nodes.common.contextualize import contextualize_node, has_conversation
+from macsql.nodes.common.finish import finish_node
+
+CONTEXTUALIZE = "contextualize"
+FINISH = "finish"
 
 
-def unless_fatal(router: Callable[P, R]) -> Callable[P, R]:
-    """`router`, except that a state marked `fatal` goes to END.
+def stopped(state: Any) -> bool:
+    """True when a node marked the run `fatal`: its router then returns `FINISH`."""
+    return bool(state.get("fatal"))
 
-    The wrapper keeps the router's annotations, so LangGraph still reads its possible
-    destinations (which must include "__end__") from the return type.
-    """
 
-    @wraps(router)
-    def route(*args: P.args, **kwargs: P.kwargs) -> R:
-        state: Any = args[0]
-        if state.get("fatal"):
-            return END  # type: ignore[return-value]
-        return router(*args, **kwargs)
+def starts_with(first: str) -> Callable[[Any, RunnableConfig], str]:
+    """START's router: `contextualize` when there is a conversation (history, or a thread a later
+    question will read), else straight to `first`, which then writes the standalone question."""
 
+    def route(state: Any, config: RunnableConfig) -> str:
+        on_thread = bool((config.get("configurable") or {}).get("thread_id"))
+        return CONTEXTUALIZE if has_conversation(state, on_thread) else first
+
+    route.__name__ = f"contextualize_or_{first}"
     return route
 
 
-@unless_fatal
-def to_linking(state: Any) -> Literal["link_schema", "__end__"]:
+def after_loading(state: Any) -> Literal["link_schema", "finish"]:
     """After `load_schema`: the linking stage, which every pipeline runs."""
-    return "link_schema"
+    return FINISH if stopped(state) else "link_schema"
+
+
+def to_execution(context: BaseContext) -> Literal["approve", "executor"]:
+    """Where SQL goes to run: through a person first when `approve_sql` is on."""
+    return "approve" if context.approve_sql else "executor"
+
+
+def after_approval(state: Any) -> Literal["executor", "finish"]:
+    """After `approve`: the approved (or edited) SQL runs; a rejected one ends the run."""
+    return FINISH if stopped(state) else "executor"
+
+
+def after_finish(state: Any, runtime: Runtime[BaseContext]) -> Literal["answer", "__end__"]:
+    """After `finish`: an answer in words when `Context.answer` is on."""
+    return "answer" if answer_wanted(state, context_of(runtime, BaseContext)) else END
+
+
+def add_conversation_start(builder: Any, first: str) -> None:
+    """START → [contextualize] → `first`: the beginning every pipeline shares."""
+    builder.add_node(CONTEXTUALIZE, contextualize_node)
+    builder.add_conditional_edges(START, starts_with(first), [CONTEXTUALIZE, first])
+    builder.add_edge(CONTEXTUALIZE, first)
+
+
+def add_finish(builder: Any, *, answer: bool = True) -> None:
+    """`finish` → [answer] → END: the end every pipeline shares. A pipeline embedded as a stage
+    of another (MAC-SQL + SQLFixAgent) leaves the answer to the outer graph."""
+    builder.add_node(FINISH, finish_node)
+    if not answer:
+        builder.add_edge(FINISH, END)
+        return
+    builder.add_node("answer", answer_node)
+    builder.add_conditional_edges(FINISH, after_finish)
+    builder.add_edge("answer", END)

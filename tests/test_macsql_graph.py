@@ -157,7 +157,7 @@ def test_prose_only_model_fails_cleanly_without_a_prediction(scripted) -> None:
     assert out["status"] == "failed"
     assert out["sql"] == "" and out["attempts"] == 0
     assert "held no SQL query" in out["error"]
-    assert len(model.prompts) == 3  # decomposer + 2 bounded refines
+    assert len(model.prompts) == 2  # max_try_times=2 tries: the Decomposer's and one refine
 
 
 def test_model_failure_is_a_clear_status(scripted) -> None:

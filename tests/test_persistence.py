@@ -77,6 +77,7 @@ def test_run_can_be_inspected_step_by_step(model: ScriptedChatModel, checkpoints
         ("executor",),
         ("refiner",),
         ("executor",),
+        ("finish",),
         (),
     ]
     by_next = {}
@@ -94,7 +95,7 @@ def test_run_can_be_inspected_step_by_step(model: ScriptedChatModel, checkpoints
     assert final["usage"]["decomposer"]["calls"] == 1
     assert final["usage"]["refiner"]["calls"] == 1
     # One checkpoint per super-step, numbered from the input (-1) on.
-    assert [s.metadata["step"] for s in reversed(history)] == [-1, 0, 1, 2, 3, 4, 5, 6, 7]
+    assert [s.metadata["step"] for s in reversed(history)] == [-1, 0, 1, 2, 3, 4, 5, 6, 7, 8]
     assert history[-1].metadata["source"] == "input"
 
 
@@ -132,7 +133,7 @@ def test_review_edit_then_approve(model: ScriptedChatModel, checkpoints: Any) ->
     assert question.value["sql"] == WRONG_SQL
     assert question.value["attempt"] == 1
     paused = graph.get_state(config)
-    assert paused.next == ("executor",)
+    assert paused.next == ("approve",)
     assert "tries" in paused.values and paused.values["tries"] == []  # nothing ran yet
 
     # A person edits the SQL; a new process resumes the thread with the edit.

@@ -401,7 +401,7 @@ def test_stage_ends_when_macsql_wrote_no_sql(db: str) -> None:
     with registered_chat_model("scripted:stage2", ScriptedChatModel(responder=script.by_agent())):
         out = graph.invoke(
             {"question": QUESTION, "db": db},
-            context=Context(model="scripted:stage2", dataset_style="spider", max_try_times=1),
+            context=Context(model="scripted:stage2", dataset_style="spider", max_try_times=2),
         )
     assert out["sql"] == "" and out["status"] == "failed"
     assert "reviewer" not in script.prompts and len(script.prompts["macsql_refiner"]) == 1
@@ -413,3 +413,59 @@ def test_zero_repair_attempts_only_detects(db: str) -> None:
     assert list(script.prompts) == ["reviewer"]
     assert out["review"]["verdict"] == "error" and out["sql"] == WRONG_SQL
     assert out["repaired"] is False and out["repair_attempts"] == 0
+
+
+def test_with_approval_no_statement_runs_before_a_person_approved_it(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every SQL the database sees, the QueryCrafter's candidates included, passed a pause
+    first; and no pause shows a query that already ran."""
+    from langgraph.types import Command
+
+    from macsql.nodes.common import executor
+
+    candidates = {
+        PARAPHRASES[0]: "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC",
+        PARAPHRASES[1]: GOOD_SQL,
+    }
+    script = Script(
+        reviewer=verdict("error", "no ORDER BY"),
+        crafter=json.dumps({"paraphrases": PARAPHRASES[:2]}),
+        decomposer=lambda p: sql_reply(candidates[asked_question(p)]),
+        refiner='{"choice": 2, "explanation": "ascending age"}',
+    )
+    timeline: list[tuple[str, str]] = []
+    real_execute = executor.execute_sql
+
+    def recorded(db_ref: Any, sql: str, **kwargs: Any) -> Any:
+        timeline.append(("ran", sql))
+        return real_execute(db_ref, sql, **kwargs)
+
+    monkeypatch.setattr(executor, "execute_sql", recorded)
+    graph = sqlfix_builder.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    config = {"configurable": {"thread_id": "approve-all"}}
+    context = Context(
+        model="scripted:approve", dataset_style="spider", approve_sql=True, num_paraphrases=2
+    )
+    payload: Any = {"question": QUESTION, "db": db, "sql": WRONG_SQL}
+    with registered_chat_model("scripted:approve", ScriptedChatModel(responder=script.by_agent())):
+        for _ in range(20):
+            out = graph.invoke(payload, config, context=context)
+            pauses = out.get("__interrupt__") or []
+            if not pauses:
+                break
+            (pause,) = pauses
+            timeline.append(("asked", pause.value["sql"]))
+            payload = Command(resume=True)
+    assert out["status"] == "ok" and out["sql"] == GOOD_SQL
+    asked = [sql for kind, sql in timeline if kind == "asked"]
+    # The reviewed SQL, both crafted candidates, and the chosen repair: four pauses.
+    assert asked == [WRONG_SQL, *candidates.values(), GOOD_SQL]
+    approved: list[str] = []
+    for kind, sql in timeline:
+        if kind == "asked":
+            assert sql not in [s for k, s in timeline[: timeline.index((kind, sql))] if k == "ran"]
+            approved.append(sql)
+        else:
+            assert sql in approved, f"{sql!r} ran without being approved"
+            approved.remove(sql)  # one approval, one run

@@ -192,6 +192,7 @@ def test_streams_macsql_events_with_subgraphs_true(way: str, model: ScriptedChat
         "executor",
         "refiner",
         "executor",
+        "finish",
     ]
     outcomes = [
         chunk["outcome"]
@@ -242,7 +243,7 @@ def test_parent_checkpointer_persists_macsql_state_across_an_interrupt(
         (pending,) = task.interrupts
         assert pending.value["sql"] == WRONG_SQL
         inner = task.state  # macsql's own checkpoint, saved by the parent's checkpointer
-        assert inner is not None and inner.next == ("executor",)
+        assert inner is not None and inner.next == ("approve",)
         assert inner.values["candidate_sql"] == WRONG_SQL
         assert inner.values["usage"]["decomposer"]["calls"] == 1
 

@@ -1,6 +1,8 @@
 """`executor`: run the candidate SQL safely, classify the outcome, keep the best attempt.
 
-Shared by every pipeline: SQLFixAgent and R^3 call `execute_and_analyse` for their checks.
+`execute_and_analyse` is the one way model-written SQL reaches a database: the guard and the
+bounds of `execute_sql`, then MAC-SQL's analysis. Every node that runs such SQL calls it, after
+the `approve` node when `approve_sql` is on.
 """
 
 from __future__ import annotations
@@ -8,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
 
 from macsql.core.context import BaseContext, ContextT, context_of
 from macsql.core.events import emit
@@ -102,45 +103,10 @@ def final_fields(tries: list[ExecutionRecord]) -> PipelineState:
     }
 
 
-def _approved_sql(sql: str, attempt: int) -> str | None:
-    """Pause for a person; they approve (True), edit (a string or {"sql": ...}) or reject."""
-    decision = interrupt(
-        {
-            "action": "approve_sql",
-            "sql": sql,
-            "attempt": attempt,
-            "hint": "resume with True to run it, a new SQL string (or "
-            "{'sql': ...}) to run that instead, or False to stop",
-        }
-    )
-    if decision is True or decision is None:
-        return sql
-    if isinstance(decision, str):
-        return decision.strip() or sql
-    if isinstance(decision, dict):
-        if decision.get("approve") is False or decision.get("reject"):
-            return None
-        return str(decision.get("sql") or sql)
-    return None
-
-
 def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
     context = context_of(runtime, BaseContext)
     attempt = state.get("attempts", 0) + 1
     sql = state.get("candidate_sql", "")
-    if context.approve_sql:
-        approved = _approved_sql(sql, attempt)
-        if approved is None:
-            tries = state.get("tries") or []
-            emit(runtime, "executor", "rejected", attempt=attempt, sql=sql)
-            rejected: PipelineState = {
-                "fatal": True,
-                "error": "the SQL was rejected by the reviewer",
-                # A SQL that ran earlier stays the answer; a pending one was never run.
-                "status": final_fields(tries)["status"] if tries else "failed",
-            }
-            return rejected
-        sql = approved
     emit(runtime, "executor", "start", attempt=attempt, sql=sql)
     record = execute_and_analyse(state["db"], sql, context)
     if state.get("candidate_finish_reason") == "length":

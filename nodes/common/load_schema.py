@@ -85,8 +85,12 @@ def _load_schema(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineSt
         "attempts": 0,
         "refines": 0,
         "tries": [],
-        "status": "failed",
-        "error": "no SQL was executed",
+        # The keys a thread's earlier question left; `finish` sets the final ones.
+        "status": "running",
+        "error": None,
         "sql": "",
+        "outcome": "not_run",
+        "columns": [],
+        "rows": [],
         "fatal": False,
     }

@@ -1,13 +1,12 @@
 """SQLFixAgent's QueryCrafter: paraphrase the question, ask the SQLTool for a query per wording.
 
 The paraphrases perturb the generator's input, so its candidates differ more than beam search
-alone would make them. Candidates that do not execute are dropped, and candidates with the same
-result are kept once, so the SQLRefiner chooses between different answers.
+alone would make them. The crafter only writes them (`crafted`); `run_candidates` runs them,
+after the `approve` node when `approve_sql` is on.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -17,20 +16,18 @@ from macsql.core.context import Agent, SqlFixContext, context_of
 from macsql.core.events import emit
 from macsql.core.failures import model_failure
 from macsql.core.state import (
-    Candidate,
+    CraftedSql,
     DroppedCandidate,
-    ExecutionRecord,
     Fallback,
     SqlFixState,
     Usage,
     merge_usage,
 )
 from macsql.llm.agent_calls import call_agent
-from macsql.nodes.common.executor import execute_and_analyse
+from macsql.nodes.common.approval import awaiting_approval
 from macsql.nodes.sqlfix.sql_tool import generate_sql
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
-from macsql.prompts.results import PREVIEW_ROWS, ran
 from macsql.replies.agents import reply_fallbacks, unreadable
 from macsql.replies.reader import extract_json_object, json_field
 from macsql.replies.schemas import ParaphraseAnswer
@@ -63,13 +60,6 @@ def parse_paraphrases(
     return out[: max(n, 0)]
 
 
-def result_key(record: ExecutionRecord) -> str:
-    """Results compare by their rows in order (column names aside): an ORDER BY can be the very
-    difference the question cares about, so two orders of the same rows stay two candidates."""
-    rows = record.get("rows") or []
-    return json.dumps([record.get("row_count", len(rows)), rows], default=str)
-
-
 def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
     context = context_of(runtime, SqlFixContext)
     question = (state.get("question") or "").strip()
@@ -90,11 +80,8 @@ def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> S
         if not paraphrases:
             detail = "the reply held no paraphrases; no candidates were written"
             fallbacks.append(unreadable(runtime, AGENT, detail))
-    original = state.get("last_execution") or {}
-    original_key = result_key(original) if ran(original) else None
-    candidates: list[Candidate] = []
+    crafted: list[CraftedSql] = []
     dropped: list[DroppedCandidate] = []
-    seen: dict[str, int] = {}
     for wording in paraphrases:
         generated = generate_sql(state, runtime, question=wording)
         usage = merge_usage(usage, generated.usage)
@@ -103,42 +90,21 @@ def query_crafter_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> S
             reason = generated.error or "the SQL generator's reply held no SQL"
             dropped.append({"question": wording, "sql": generated.sql or "", "reason": reason})
             continue
-        record = execute_and_analyse(state["db"], generated.sql, context)
-        if not ran(record):
-            dropped.append(
-                {"question": wording, "sql": generated.sql, "reason": record.get("error") or ""}
-            )
-            continue
-        key = result_key(record)
-        if key in seen:
-            candidates[seen[key]]["paraphrases"].append(wording)
-            continue
-        seen[key] = len(candidates)
-        candidates.append(
-            {
-                "sql": generated.sql,
-                "paraphrases": [wording],
-                "outcome": record["outcome"],
-                "columns": record.get("columns", []),
-                "rows": (record.get("rows") or [])[:PREVIEW_ROWS],
-                "row_count": record.get("row_count", 0),
-                "truncated": record.get("truncated", False),
-                "error": record.get("error"),
-                "same_result_as_original": key == original_key,
-            }
-        )
+        crafted.append({"question": wording, "sql": generated.sql})
     emit(
         runtime,
         AGENT,
         "done",
         paraphrases=paraphrases,
-        candidates=[c["sql"] for c in candidates],
+        crafted=[c["sql"] for c in crafted],
         dropped=len(dropped),
     )
-    return {
+    update: SqlFixState = {
         "paraphrases": paraphrases,
-        "candidates": candidates,
+        "crafted": crafted,
+        "candidates": [],
         "dropped_candidates": dropped,
         "usage": usage,
         "fallbacks": fallbacks,
     }
+    return awaiting_approval(update, context)
