@@ -168,7 +168,8 @@ def _print_result(console: Console, output: dict[str, Any]) -> None:
         console.print("Answer:", style="bold")
         console.print(output["answer"], markup=False)
     attempts = output.get("attempts") or 0
-    outcome = f" ({output['outcome']})" if output.get("outcome") else ""
+    ran = output.get("outcome") not in (None, "", "not_run")
+    outcome = f" ({output['outcome']})" if ran else ""
     console.print(
         f"status: {output.get('status')}{outcome}, "
         f"{attempts} attempt{'s' if attempts != 1 else ''}"

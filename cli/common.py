@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
-from functools import cache
-from typing import Any, get_args, get_origin, get_type_hints
-
-from pydantic import TypeAdapter, ValidationError
+from typing import get_args, get_origin, get_type_hints
 
 from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_FAILED,
@@ -17,7 +13,7 @@ from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_USAGE,
     UsageError,
 )
-from macsql.core.context import Agent, Context, ContextError, build_context
+from macsql.core.context import Agent, Context, ContextError, build_context, check_field
 from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
@@ -100,42 +96,27 @@ def context_from_args(args: argparse.Namespace, base: Context | None = None) -> 
 _NONE_WORDS = ("", "none", "null")
 
 
-@cache
-def _field_types() -> dict[str, tuple[TypeAdapter[Any], bool, bool]]:
-    """Each Context field's validator of its declared type (pydantic's lax mode parses text),
-    whether the field may be empty, and whether it is a tuple (given as comma-separated text)."""
-    hints = get_type_hints(Context)
-    return {
-        f.name: (
-            TypeAdapter(hints[f.name]),
-            type(None) in get_args(hints[f.name]),
-            get_origin(hints[f.name]) is tuple,
-        )
-        for f in fields(Context)
-    }
-
-
 def parse_context_fields(assignments: list[str]) -> dict[str, object]:
-    """`FIELD=VALUE` strings as typed Context values; unknown fields and bad values are errors."""
-    types = _field_types()
+    """`FIELD=VALUE` strings as typed Context values, read by the Context's own validators in
+    lax mode (text to numbers and booleans); unknown fields and bad values are errors."""
+    hints = get_type_hints(Context)
     values: dict[str, object] = {}
     for assignment in assignments:
         name, sep, raw = assignment.partition("=")
         name = name.strip().replace("-", "_")
-        if not sep or name not in types:
+        if not sep or name not in hints:
             raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
         text = raw.strip()
-        adapter, may_be_empty, is_tuple = types[name]
-        if may_be_empty and text.lower() in _NONE_WORDS:
+        if type(None) in get_args(hints[name]) and text.lower() in _NONE_WORDS:
             values[name] = None
             continue
-        value: object = (
-            tuple(part.strip() for part in text.split(",") if part.strip()) if is_tuple else text
-        )
+        value: object = text
+        if get_origin(hints[name]) is tuple:
+            value = tuple(part.strip() for part in text.split(",") if part.strip())
         try:
-            values[name] = adapter.validate_python(value)
-        except ValidationError as exc:
-            raise UsageError(f"--set {name}: {exc.errors()[0]['msg']}") from exc
+            values[name] = check_field(Context, name, value, strict=False)
+        except ContextError as exc:
+            raise UsageError(f"--set {exc}") from exc
     return values
 
 

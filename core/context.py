@@ -15,11 +15,12 @@ Every field has a safe default, and every value is checked when the object is bu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+from pydantic import Field, StringConstraints, TypeAdapter, ValidationError
 
 DatasetStyle = Literal["bird", "spider"]
 ReplyFormat = Literal["text", "structured"]
@@ -275,9 +276,9 @@ class BaseContext:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if str(f.type).startswith("tuple[str") and isinstance(value, list):
-                setattr(self, f.name, tuple(value))  # JSON (the LangGraph server) has lists
-        check_context(self)
+            if isinstance(value, list) and str(f.type).startswith("tuple["):
+                value = tuple(value)  # JSON (the LangGraph server) has lists
+            setattr(self, f.name, check_field(type(self), f.name, value, strict=True))
 
     def model_for(self, agent: Agent) -> str:
         """The model string an agent uses: its override, else the default."""
@@ -477,45 +478,63 @@ def build_context(
 
 # --------------------------------------------------------------------------- checking
 
-_KINDS: dict[str, tuple[type, ...]] = {
-    "str": (str,),
-    "int": (int,),
-    "float": (int, float),
-    "bool": (bool,),
-}
+_VALIDATORS: dict[type[BaseContext], dict[str, TypeAdapter[Any]]] = {}
+_Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
-def check_context(context: BaseContext) -> None:
-    """Raise `ContextError` for the first field whose value has the wrong type or range."""
-    for f in fields(context):
-        value = getattr(context, f.name)
-        declared = str(f.type)
-        if value is None:
-            if "None" not in declared:
-                raise ContextError(f"{f.name} must be set (it may not be empty)")
-            continue
-        base = declared.split("|")[0].strip()
-        if base.startswith("tuple[str"):
-            if not isinstance(value, tuple) or not all(
-                isinstance(item, str) and item.strip() for item in value
-            ):
-                raise ContextError(f"{f.name} must be a list of names, not {value!r}")
-            continue
-        allowed = list(f.metadata.get("enum") or [])
-        if allowed:
-            if value not in allowed:
-                raise ContextError(f"{f.name} must be one of {', '.join(allowed)}, not {value!r}")
-            continue
-        kinds = _KINDS.get(base)
-        # bool is an int in Python; a number field given True/False is a mistake.
-        if kinds and (not isinstance(value, kinds) or (base != "bool" and isinstance(value, bool))):
-            raise ContextError(f"{f.name} must be a {base}, not {type(value).__name__}")
-        minimum = f.metadata.get("ge")
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ContextError(f"{f.name} must be a finite number, not {value}")
-            if isinstance(minimum, int | float) and value < minimum:
-                raise ContextError(f"{f.name} must be at least {minimum:g}, not {value:g}")
+def field_validators(cls: type[BaseContext]) -> dict[str, TypeAdapter[Any]]:
+    """Each field's pydantic validator: its declared type with the range its metadata states.
+    The one definition of a valid value, for Python callers (strict) and for text (`--set`, lax)."""
+    cached = _VALIDATORS.get(cls)
+    if cached is not None:
+        return cached
+    hints = get_type_hints(cls)
+    validators: dict[str, TypeAdapter[Any]] = {}
+    for f in fields(cls):
+        constraints: dict[str, Any] = {}
+        if isinstance(f.metadata.get("ge"), int | float):
+            constraints["ge"] = f.metadata["ge"]
+        hint = hints[f.name]
+        if float in get_args(hint) or hint is float:
+            constraints["allow_inf_nan"] = False
+        if get_origin(hint) is tuple:
+            hint = tuple[
+                Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)], ...
+            ]
+        annotated: Any = Annotated[hint, Field(**constraints)]
+        validators[f.name] = TypeAdapter(annotated)
+    return _VALIDATORS.setdefault(cls, validators)
+
+
+def check_field(cls: type[BaseContext], name: str, value: Any, *, strict: bool) -> Any:
+    """`value` as field `name` holds it; `ContextError` naming the field and what it takes."""
+    try:
+        return field_validators(cls)[name].validate_python(value, strict=strict)
+    except ValidationError as exc:
+        raise ContextError(_explain(cls, name, value, exc.errors()[0])) from None
+
+
+def _explain(cls: type[BaseContext], name: str, value: Any, error: Any) -> str:
+    kind, context = error["type"], error.get("ctx") or {}
+    declared = get_type_hints(cls)[name]
+    if value is None:
+        return f"{name} must be set (it may not be empty)"
+    if kind == "greater_than_equal":
+        shown = f"{value:g}" if isinstance(value, int | float) else str(value)
+        return f"{name} must be at least {context['ge']:g}, not {shown}"
+    if kind == "finite_number":
+        return f"{name} must be a finite number, not {value}"
+    if kind == "literal_error":
+        allowed = ", ".join(str(a) for a in get_args(declared) if a is not None)
+        return f"{name} must be one of {allowed}, not {value!r}"
+    if get_origin(declared) is tuple or any(get_origin(a) is tuple for a in get_args(declared)):
+        return f"{name} must be a list of names, not {value!r}"
+    wanted = next(
+        (a for a in (bool, int, float, str) if a in (declared, *get_args(declared))), None
+    )
+    if wanted is not None:
+        return f"{name} must be a {wanted.__name__}, not {type(value).__name__}"
+    return f"{name}: {error['msg']}"
 
 
 ContextT = TypeVar("ContextT", bound=BaseContext)

@@ -9,7 +9,7 @@ one node every run ends through; `finish` goes on to `answer` when `Context.answ
 # time to decide whether to pass them `config` and `runtime`.
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START
@@ -20,8 +20,8 @@ from macsql.nodes.common.answer import answer_node, answer_wanted
 from macsql.nodes.common.contextualize import contextualize_node, has_conversation
 from macsql.nodes.common.finish import finish_node
 
-CONTEXTUALIZE = "contextualize"
-FINISH = "finish"
+CONTEXTUALIZE: Final = "contextualize"
+FINISH: Final = "finish"
 
 
 def stopped(state: Any) -> bool:
@@ -58,7 +58,7 @@ def after_approval(state: Any) -> Literal["executor", "finish"]:
 
 def after_finish(state: Any, runtime: Runtime[BaseContext]) -> Literal["answer", "__end__"]:
     """After `finish`: an answer in words when `Context.answer` is on."""
-    return "answer" if answer_wanted(state, context_of(runtime, BaseContext)) else END
+    return "answer" if answer_wanted(state, context_of(runtime, BaseContext)) else "__end__"
 
 
 def add_conversation_start(builder: Any, first: str) -> None:

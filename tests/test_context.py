@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from dataclasses import fields
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -131,25 +133,24 @@ def test_model_for_falls_back_to_the_default_model() -> None:
 
 
 @pytest.mark.parametrize("name", list(GRAPH_CONTEXTS))
-def test_every_router_ends_the_run_on_a_fatal_failure(name: str) -> None:
-    """One wrapper (`unless_fatal`) on every router with a fatal exit, not a check in each.
-    (The pipeline of pipelines has no `fatal` key: its stages end themselves.)"""
+def test_every_router_sends_a_fatal_run_to_finish(name: str) -> None:
+    """Every route out of every node reads `fatal` (through `stopped`) and goes to `finish`,
+    the one node every run ends through. (The pipeline of pipelines has no `fatal` key: its
+    stages end themselves.)"""
     builder = get_builder(name)
+    assert "finish" in builder.nodes
+    checked = 0
     for source, branches in builder.branches.items():
+        if source in ("__start__", "finish"):
+            continue
         for branch in branches.values():
             router = branch.path.func
-            # `Context.answer`'s reroute wraps the router; the wrapped one is checked.
-            router = getattr(router, "original", router)
-            if router is None:  # a plain edge to END, made a route by the reroute
-                continue
-            if "__end__" not in (branch.ends or {}) and not _may_end(router):
-                continue
-            assert hasattr(router, "__wrapped__"), f"{name}: the router after {source}"
-            assert router({"fatal": True}) == "__end__"
-
-
-def _may_end(router: Any) -> bool:
-    return "__end__" in str(getattr(router, "__annotations__", {}).get("return", ""))
+            params = inspect.signature(router).parameters
+            given = {"runtime": SimpleNamespace(context=Context()), "config": {}}
+            kwargs = {p: given[p] for p in list(params)[1:]}
+            assert router({"fatal": True}, **kwargs) == "finish", f"{name}: after {source}"
+            checked += 1
+    assert checked >= 4
 
 
 BAD_SET = ("--set", "max_try_times=-1")
@@ -166,3 +167,25 @@ def test_set_with_an_out_of_range_value_exits_2_with_one_line(tmp_path: Any) -> 
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "max_try_times must be at least 1" in lines[0], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "value"),
+    [
+        ("max_try_times", "0", 0),
+        ("model_timeout", "inf", float("inf")),
+        ("dataset_style", "cosql", "cosql"),
+        ("query_timeout", "-1.5", -1.5),
+    ],
+)
+def test_set_text_and_python_values_meet_the_same_validator(
+    name: str, text: str, value: object
+) -> None:
+    """One definition of a valid setting: `--set` text and a Python value fail alike."""
+    from macsql.cli.common import UsageError, parse_context_fields
+
+    with pytest.raises(ContextError) as direct:
+        Context(**{name: value})  # type: ignore[arg-type]
+    with pytest.raises(UsageError) as given:
+        parse_context_fields([f"{name}={text}"])
+    assert str(given.value) == f"--set {direct.value}"

@@ -32,7 +32,7 @@ _HINT = (
 
 def awaiting_approval(update: StateT, context: BaseContext) -> StateT:
     """`update`, marked `paused` when the SQL it hands on goes to a person before it runs."""
-    pending = update.get("candidate_sql") or update.get("crafted")  # type: ignore[attr-defined]
+    pending = update.get("candidate_sql") or update.get("crafted")
     if context.approve_sql and pending:
         update["status"] = "paused"
         update["error"] = None
