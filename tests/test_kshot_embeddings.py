@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from macsql.nodes.r3.kshot import FewShotExample, FewShotSelector
+from macsql.memory.examples import FewShotExample, FewShotSelector
 
 
 def test_embedding_selection_skips_the_question_itself_and_repeats() -> None:

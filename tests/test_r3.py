@@ -20,8 +20,8 @@ from macsql.graph.r3_graph import builder as r3_builder
 from macsql.graph.registry import get_pipeline
 from macsql.llm.embeddings import register_embeddings, unregister_embeddings
 from macsql.llm.models import registered_chat_model
+from macsql.memory.examples import FewShotSelector, load_pool, selector_for
 from macsql.memory.similarity import BM25Index
-from macsql.nodes.r3.kshot import FewShotSelector, load_pool, selector_for
 from macsql.nodes.r3.writer import normalise_sql, same_sql, truncate_history
 from macsql.prompts import load_prompt
 from macsql.testing.scripted import ScriptedChatModel

@@ -18,9 +18,9 @@ from macsql.core.context import Agent, R3Context, context_of
 from macsql.core.events import emit
 from macsql.core.failures import model_failure
 from macsql.core.state import ChatTurn, R3State, ReviewerComment
+from macsql.memory.examples import format_examples
 from macsql.nodes.common.approval import awaiting_approval
 from macsql.nodes.common.executor import final_fields
-from macsql.nodes.r3.kshot import format_examples
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.quoting import shown_message
