@@ -14,6 +14,8 @@ from pydantic import TypeAdapter, ValidationError
 from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_PAUSED,
     EXIT_USAGE,
     UsageError,
 )
@@ -70,7 +72,8 @@ def add_context_fields_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help="set any Context field, e.g. --set num_reviewers=5 --set k_shot=3 (repeatable)",
+        help="set any Context field, e.g. --set num_reviewers=5 --set k_shot=3 (repeatable); "
+        "--set help lists the fields",
     )
 
 
@@ -122,8 +125,10 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
     for assignment in assignments:
         name, sep, raw = assignment.partition("=")
         name = name.strip().replace("-", "_")
-        if not sep or name not in types:
-            raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
+        if name not in types:
+            raise UsageError(unknown_field_message(name, assignment))
+        if not sep:
+            raise UsageError(f"--set takes FIELD=VALUE, not {assignment!r} (no '=')")
         text = raw.strip()
         adapter, may_be_empty, is_tuple = types[name]
         if may_be_empty and text.lower() in _NONE_WORDS:
@@ -137,6 +142,46 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
         except ValidationError as exc:
             raise UsageError(f"--set {name}: {exc.errors()[0]['msg']}") from exc
     return values
+
+
+SETTINGS_HELP = "help"
+"""`--set help` lists the settings instead of running the command (`macsql.cli.main`)."""
+
+
+def closest_field(name: str) -> str | None:
+    """The Context field nearest to `name` in edit distance, when near enough to be a typo
+    (at most a third of the longer name's letters differ)."""
+    from rapidfuzz.distance import Levenshtein
+
+    best = min(sorted(_field_types()), key=lambda field: Levenshtein.distance(name, field))
+    limit = max(2, max(len(name), len(best)) // 3)
+    return best if Levenshtein.distance(name, best) <= limit else None
+
+
+def unknown_field_message(name: str, assignment: str) -> str:
+    guess = closest_field(name) if name else None
+    hint = f"; did you mean {guess!r}?" if guess else ""
+    return (
+        f"--set {assignment!r}: no setting named {name!r}{hint} "
+        f"(--set help lists every setting)"
+    )
+
+
+def settings_help() -> str:
+    """Every Context field with its type, default and description, one per line block."""
+    import textwrap
+
+    from macsql.core.settings_reference import settings_by_pipeline
+
+    lines = ["Settings for --set FIELD=VALUE (the Context fields):"]
+    for group, group_fields in settings_by_pipeline().items():
+        lines += ["", "every pipeline:" if group == "all" else f"pipeline {group}:"]
+        for field in group_fields:
+            lines.append(f"  {field.name} ({field.type}; default {field.default_text})")
+            lines += textwrap.wrap(
+                field.description, width=96, initial_indent=" " * 6, subsequent_indent=" " * 6
+            )
+    return "\n".join(lines)
 
 
 def enable_cache(args: argparse.Namespace) -> None:
