@@ -161,10 +161,7 @@ def closest_field(name: str) -> str | None:
 def unknown_field_message(name: str, assignment: str) -> str:
     guess = closest_field(name) if name else None
     hint = f"; did you mean {guess!r}?" if guess else ""
-    return (
-        f"--set {assignment!r}: no setting named {name!r}{hint} "
-        f"(--set help lists every setting)"
-    )
+    return f"--set {assignment!r}: no setting named {name!r}{hint} (--set help lists every setting)"
 
 
 def settings_help() -> str:

@@ -70,7 +70,9 @@ def context_fields() -> list[SettingField]:
             pipelines = tuple(
                 name for name, cls in _PIPELINE_CONTEXTS.items() if f.name in cls.field_names()
             )
-        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default
+        if default is MISSING and callable(f.default_factory):
+            default = f.default_factory()
         minimum = f.metadata.get("ge")
         out.append(
             SettingField(

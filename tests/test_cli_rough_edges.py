@@ -102,10 +102,8 @@ def test_score_of_a_whole_file_is_quiet(
     capsys: pytest.CaptureFixture,
 ) -> None:
     predictions = _write_spider_predictions(tmp_path / "pred.sql", len(GOLD))
-    code = main(
-        ["score", "--dataset", "spider", "--data-dir", str(tiny_spider)]
-        + ["--predictions", str(predictions)]
-    )
+    args = ["score", "--dataset", "spider", "--data-dir", str(tiny_spider)]
+    code = main([*args, "--predictions", str(predictions)])
     out, err = capsys.readouterr()
     assert code == EXIT_OK, err
     assert "not in the predictions file" not in out
