@@ -10,14 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from macsql.cli.approval import (
-    Decision,
-    LeaveWaiting,
-    new_thread_id,
-    prompt_decision,
-    resume_command,
-    waiting_approvals,
-)
+from macsql.cli.approval import LeaveWaiting, prompt_decision
 from macsql.cli.ask_threads import (
     AskedOnThread,
     changed_settings,
@@ -37,6 +30,12 @@ from macsql.cli.common import (
     enable_cache,
     resolve_db_argument,
     warn_if_privileged,
+)
+from macsql.graph.approvals import (
+    Decision,
+    new_thread_id,
+    resume_command,
+    waiting_approvals,
 )
 from macsql.graph.registry import get_builder, get_pipeline, pipeline_names
 from macsql.llm.models import ModelConfigError

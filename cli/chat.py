@@ -17,13 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from macsql.cli.approval import (
-    LeaveWaiting,
-    new_thread_id,
-    prompt_decision,
-    resume_command,
-    waiting_approvals,
-)
+from macsql.cli.approval import LeaveWaiting, prompt_decision
 from macsql.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -35,6 +29,11 @@ from macsql.cli.common import (
     resolve_db_argument,
 )
 from macsql.database.cache_paths import cache_root
+from macsql.graph.approvals import (
+    new_thread_id,
+    resume_command,
+    waiting_approvals,
+)
 from macsql.graph.registry import get_builder, pipeline_names
 from macsql.llm.models import ModelConfigError
 from macsql.memory.persistence import open_persistence

@@ -7,6 +7,7 @@ import argparse
 import sys
 from dataclasses import fields
 from functools import cache
+from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
@@ -20,6 +21,7 @@ from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     UsageError,
 )
 from macsql.core.context import Agent, Context, ContextError, build_context
+from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
@@ -148,18 +150,10 @@ SETTINGS_HELP = "help"
 """`--set help` lists the settings instead of running the command (`macsql.cli.main`)."""
 
 
-def closest_field(name: str) -> str | None:
-    """The Context field nearest to `name` in edit distance, when near enough to be a typo
-    (at most a third of the longer name's letters differ)."""
-    from rapidfuzz.distance import Levenshtein
-
-    best = min(sorted(_field_types()), key=lambda field: Levenshtein.distance(name, field))
-    limit = max(2, max(len(name), len(best)) // 3)
-    return best if Levenshtein.distance(name, best) <= limit else None
-
-
 def unknown_field_message(name: str, assignment: str) -> str:
-    guess = closest_field(name) if name else None
+    from macsql.core.settings_reference import closest_setting
+
+    guess = closest_setting(name) if name else None
     hint = f"; did you mean {guess!r}?" if guess else ""
     return f"--set {assignment!r}: no setting named {name!r}{hint} (--set help lists every setting)"
 
@@ -207,12 +201,30 @@ def resolve_db_argument(value: str) -> str:
     takes. A database that cannot be opened is a configuration error (exit 2, one line)."""
     if value == DEMO_NAME:
         return str(ensure_demo_database())
+    value = _table_file_as_database(value)
     try:
         ref = resolve_database(value)
         check_database(ref)
     except (DatabaseNotFoundError, DatabaseUnavailableError) as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value
+
+
+def _table_file_as_database(value: str) -> str:
+    """A CSV or Parquet file becomes a DuckDB database in macsql's cache directory (loaded
+    once per version of the file); any other value is returned as it is."""
+    from macsql.database.file_kinds import is_table_file
+
+    if not is_table_file(value):
+        return value
+    path = Path(value).expanduser()
+    from macsql.database.loaders.postgres import LoaderError
+    from macsql.database.loaders.tables import cached_table_file
+
+    try:
+        return f"duckdb:///{cached_table_file(path, cache_root() / 'tables')}"
+    except LoaderError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def warn_if_privileged(db: str | None) -> None:

@@ -96,3 +96,23 @@ def settings_by_pipeline() -> dict[str, list[SettingField]]:
     for field in context_fields():
         grouped.setdefault(field.pipelines[0], []).append(field)
     return grouped
+
+
+def closest_setting(name: str) -> str | None:
+    """The Context field nearest to `name` in edit distance, when near enough to be a typo
+    (at most a third of the longer name's letters differ, or two)."""
+    from rapidfuzz.distance import Levenshtein
+
+    names = sorted(Context.field_names())
+    best = min(names, key=lambda field: Levenshtein.distance(name, field))
+    limit = max(2, max(len(name), len(best)) // 3)
+    return best if Levenshtein.distance(name, best) <= limit else None
+
+
+def unknown_settings_message(names: list[str]) -> str:
+    """`no setting named 'x'; did you mean 'y'?` for each unknown name."""
+    parts = []
+    for name in names:
+        guess = closest_setting(name)
+        parts.append(f"no setting named {name!r}" + (f"; did you mean {guess!r}?" if guess else ""))
+    return ", ".join(parts)

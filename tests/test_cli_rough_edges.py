@@ -12,10 +12,11 @@ import pytest
 from rapidfuzz.distance import Levenshtein
 from test_eval_scoring import GOLD, tiny_spider  # noqa: F401  (a fixture)
 
-from macsql.cli.common import UsageError, closest_field, parse_context_fields
+from macsql.cli.common import UsageError, parse_context_fields
 from macsql.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
 from macsql.cli.main import main
 from macsql.core.context import Context
+from macsql.core.settings_reference import closest_setting as closest_field
 
 FIELDS = sorted(f.name for f in fields(Context))
 

@@ -50,12 +50,13 @@ def _one_clean_line(err: str) -> str:
     return lines[0]
 
 
-def test_a_csv_file_as_db_is_one_line_and_exit_2(
+def test_a_file_that_is_no_database_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    csv = tmp_path / "people.csv"
-    csv.write_text("name,age\nAda,36\n" * 50)
-    code, err = _ask(str(csv), capsys)
+    # A CSV or Parquet file is loaded into DuckDB instead (tests/test_front_door.py).
+    notes = tmp_path / "people.dat"
+    notes.write_text("name,age\nAda,36\n" * 50)
+    code, err = _ask(str(notes), capsys)
     assert code == 2
     assert "file is not a database" in _one_clean_line(err)
 
@@ -95,12 +96,17 @@ def test_postgres_wrong_password_and_unknown_database(
 
 def test_the_graph_reports_an_unreadable_database_in_one_line(tmp_path: Path) -> None:
     """Studio and the Python API get the same one-line reason as the CLI."""
-    csv = tmp_path / "people.csv"
-    csv.write_text("name,age\n" * 50)
-    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": str(csv)})
+    notes = tmp_path / "people.dat"
+    notes.write_text("name,age\n" * 50)
+    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": str(notes)})
     assert out["status"] == "failed"
     assert out["error"].endswith("file is not a database")
     assert "\n" not in out["error"] and "sqlalche.me" not in out["error"]
+    # A CSV file is a table: the error says how to load it.
+    csv = notes.rename(tmp_path / "people.csv")
+    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": str(csv)})
+    assert out["status"] == "failed" and "macsql.connect" in out["error"]
+    assert "\n" not in out["error"]
 
 
 @pytest.mark.needs_data("spider")
@@ -220,10 +226,12 @@ def test_a_fallback_only_in_its_agent_key_is_still_printed() -> None:
     from rich.console import Console
 
     from macsql.cli.ask import _print_result
+    from macsql.core.results import Result
 
     buffer = StringIO()
     output = {"sql": "SELECT 1", "status": "ok", "fallbacks": [], "selector_fallback": "kept all"}
-    _print_result(Console(file=buffer, width=200), output)
+    result = Result.from_run(output, question="q", db="demo", pipeline="macsql")
+    _print_result(Console(file=buffer, width=200), result)
     assert "selector fallback: kept all" in buffer.getvalue()
 
 
