@@ -341,15 +341,17 @@ def test_processes_default_to_the_cores_up_to_two() -> None:
     assert args.processes == max(1, min(2, os.cpu_count() or 1))
 
 
-# --------------------------------------------------------------------------- README for users
+# --------------------------------------------------------------------------- docs for users
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+ASKING = (DOCS / "guides" / "asking.md").read_text()
+STUDIO = (DOCS / "guides" / "studio.md").read_text()
 
 
 def test_the_readme_ask_synopsis_matches_the_parser() -> None:
     from macsql.cli.main import build_parser
 
-    block = re.search(r"```\n(macsql ask QUESTION.*?)\nmacsql eval", README, re.S)
+    block = re.search(r"```\n(macsql ask QUESTION.*?)\n```", ASKING, re.S)
     assert block is not None
     documented = set(re.findall(r"--[a-z][a-z-]*", block.group(1)))
     ask = build_parser("ask")._subparsers._group_actions[0].choices["ask"]  # type: ignore[union-attr]
@@ -359,9 +361,9 @@ def test_the_readme_ask_synopsis_matches_the_parser() -> None:
 
 
 def test_the_readme_states_the_dataset_style_default() -> None:
-    stated = re.search(r"`dataset_style` defaults to `(\w+)`", README)
+    stated = re.search(r"`dataset_style` defaults to `(\w+)`", STUDIO)
     assert stated is not None and stated.group(1) == Context().dataset_style
-    assert "design card" not in README and "not on the card" not in README
+    assert "design card" not in STUDIO and "not on the card" not in STUDIO
 
 
 def test_a_parent_with_macsql_output_keys_gets_the_failure_reason() -> None:
