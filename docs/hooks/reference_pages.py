@@ -97,7 +97,7 @@ def cli_page() -> str:
         "```",
         "",
     ]
-    for name, sub in commands.items():
+    for name in commands:
         if name == "load-postgres":
             continue  # an alias of load
         if name == "load":
@@ -134,8 +134,8 @@ def ask_json_page() -> str:
         "",
         "`macsql ask --json` prints one JSON object, and `macsql.ask(...)` returns the same",
         "record as a `macsql.Result` (`result.to_dict()`). **Every key is always present**:",
-        "a key that does not apply to a run is `null` or empty (`[]`, `{}`, `\"\"`), so a script",
-        "that reads `result[\"rows\"]` works exactly when something went wrong. Keys marked",
+        'a key that does not apply to a run is `null` or empty (`[]`, `{}`, `""`), so a script',
+        'that reads `result["rows"]` works exactly when something went wrong. Keys marked',
         "sqlfix or r3 are filled by that pipeline only.",
         "",
         "| key | type | what it holds |",
