@@ -156,13 +156,14 @@ def _main(argv: list[str], collecting: bool) -> int:
     args = parser.parse_args(argv)
     if collecting and args.command != "ask":
         gc.enable()
-    if "help" in (getattr(args, "context_fields", None) or []):  # `--set help`
-        from macsql.cli.common import settings_help
-
-        print(settings_help())
-        return 0
     try:
-        code = args._handlers[args.command](args)
+        if "help" in (getattr(args, "context_fields", None) or []):  # `--set help`
+            from macsql.cli.common import settings_help
+
+            print(settings_help())
+            code = 0
+        else:
+            code = args._handlers[args.command](args)
         sys.stdout.flush()  # a closed pipe shows up here, not at exit
         return code
     except BrokenPipeError:
