@@ -3,20 +3,21 @@
 Each line is a question; follow-ups ("and in 2019?") are understood from the earlier turns,
 which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`).
 `/sql` and `/rows` show the last answer's SQL and rows, `/reset` starts a new thread, `/quit`,
-Ctrl-C or end of input leave.
+Ctrl-C or end of input leave. With `approve_sql` on, each SQL is shown before it runs and the
+next line answers it (approve, edit or reject), not a new question.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import uuid
 from contextlib import ExitStack
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from macsql.cli.approval import LeaveWaiting, prompt_decision
 from macsql.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -28,6 +29,11 @@ from macsql.cli.common import (
     resolve_db_argument,
 )
 from macsql.database.cache_paths import cache_root
+from macsql.graph.approvals import (
+    new_thread_id,
+    resume_command,
+    waiting_approvals,
+)
 from macsql.graph.registry import get_builder, pipeline_names
 from macsql.llm.models import ModelConfigError
 from macsql.memory.persistence import open_persistence
@@ -73,16 +79,24 @@ def chat_main(args: argparse.Namespace) -> int:
         graph = get_builder(args.pipeline).compile(
             checkpointer=persistence.checkpointer, store=persistence.store
         )
-        _loop(graph, db, context, args.thread or _new_thread(), console)
+        _loop(graph, db, context, args.thread or new_thread_id(), console)
     return EXIT_OK
-
-
-def _new_thread() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> None:
     console.print(f"thread {thread} (resume with --thread {thread}) · {HELP}", markup=False)
+    config = {"configurable": {"thread_id": thread}}
+    try:  # a thread left with a SQL waiting: that comes first
+        while waiting := waiting_approvals(graph, config):
+            say = lambda text: console.print(text, markup=False)  # noqa: E731
+            decisions = [prompt_decision(w, input, say) for w in waiting]
+            _show(
+                console,
+                "",
+                graph.invoke(resume_command(waiting, decisions), config, context=context),
+            )
+    except LeaveWaiting:
+        return
     while True:
         config = {"configurable": {"thread_id": thread}}
         try:
@@ -95,7 +109,7 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> N
         if line in ("/quit", "/exit"):
             return
         if line == "/reset":
-            thread = _new_thread()
+            thread = new_thread_id()
             console.print(f"new thread {thread}", markup=False)
             continue
         last = graph.get_state(config).values
@@ -110,6 +124,13 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> N
             continue
         try:
             out = graph.invoke({"question": line, "db": db}, config, context=context)
+            while waiting := waiting_approvals(graph, config):
+                say = lambda text: console.print(text, markup=False)  # noqa: E731
+                decisions = [prompt_decision(w, input, say) for w in waiting]
+                out = graph.invoke(resume_command(waiting, decisions), config, context=context)
+        except LeaveWaiting:
+            console.print(f"\n(the SQL still waits; resume with --thread {thread})", markup=False)
+            return
         except KeyboardInterrupt:
             console.print("(interrupted)")
             return

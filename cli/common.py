@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import get_args, get_origin, get_type_hints
 
 from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_PAUSED,
     EXIT_USAGE,
     UsageError,
 )
 from macsql.core.context import Agent, Context, ContextError, build_context, check_field
+from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
@@ -66,7 +70,8 @@ def add_context_fields_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help="set any Context field, e.g. --set num_reviewers=5 --set k_shot=3 (repeatable)",
+        help="set any Context field, e.g. --set num_reviewers=5 --set k_shot=3 (repeatable); "
+        "--set help lists the fields",
     )
 
 
@@ -104,8 +109,10 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
     for assignment in assignments:
         name, sep, raw = assignment.partition("=")
         name = name.strip().replace("-", "_")
-        if not sep or name not in hints:
-            raise UsageError(f"--set takes FIELD=VALUE with a Context field, not {assignment!r}")
+        if name not in hints:
+            raise UsageError(unknown_field_message(name, assignment))
+        if not sep:
+            raise UsageError(f"--set takes FIELD=VALUE, not {assignment!r} (no '=')")
         text = raw.strip()
         if type(None) in get_args(hints[name]) and text.lower() in _NONE_WORDS:
             values[name] = None
@@ -118,6 +125,35 @@ def parse_context_fields(assignments: list[str]) -> dict[str, object]:
         except ContextError as exc:
             raise UsageError(f"--set {exc}") from exc
     return values
+
+
+SETTINGS_HELP = "help"
+"""`--set help` lists the settings instead of running the command (`macsql.cli.main`)."""
+
+
+def unknown_field_message(name: str, assignment: str) -> str:
+    from macsql.core.settings_reference import closest_setting
+
+    guess = closest_setting(name) if name else None
+    hint = f"; did you mean {guess!r}?" if guess else ""
+    return f"--set {assignment!r}: no setting named {name!r}{hint} (--set help lists every setting)"
+
+
+def settings_help() -> str:
+    """Every Context field with its type, default and description, one per line block."""
+    import textwrap
+
+    from macsql.core.settings_reference import settings_by_pipeline
+
+    lines = ["Settings for --set FIELD=VALUE (the Context fields):"]
+    for group, group_fields in settings_by_pipeline().items():
+        lines += ["", "every pipeline:" if group == "all" else f"pipeline {group}:"]
+        for field in group_fields:
+            lines.append(f"  {field.name} ({field.type}; default {field.default_text})")
+            lines += textwrap.wrap(
+                field.description, width=96, initial_indent=" " * 6, subsequent_indent=" " * 6
+            )
+    return "\n".join(lines)
 
 
 def enable_cache(args: argparse.Namespace) -> None:
@@ -146,12 +182,30 @@ def resolve_db_argument(value: str) -> str:
     takes. A database that cannot be opened is a configuration error (exit 2, one line)."""
     if value == DEMO_NAME:
         return str(ensure_demo_database())
+    value = _table_file_as_database(value)
     try:
         ref = resolve_database(value)
         check_database(ref)
     except (DatabaseNotFoundError, DatabaseUnavailableError) as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value
+
+
+def _table_file_as_database(value: str) -> str:
+    """A CSV or Parquet file becomes a DuckDB database in macsql's cache directory (loaded
+    once per version of the file); any other value is returned as it is."""
+    from macsql.database.file_kinds import is_table_file
+
+    if not is_table_file(value):
+        return value
+    path = Path(value).expanduser()
+    from macsql.database.loaders.postgres import LoaderError
+    from macsql.database.loaders.tables import cached_table_file
+
+    try:
+        return f"duckdb:///{cached_table_file(path, cache_root() / 'tables')}"
+    except LoaderError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def warn_if_privileged(db: str | None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from macsql.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_PARTIAL,
     EXIT_USAGE,
     UsageError,
     add_context_fields_argument,
@@ -173,6 +174,12 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the summary and per-item verdicts as JSON"
     )
     parser.add_argument("--workers", type=int, default=4, help="scoring threads (4)")
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="score a predictions file with fewer predictions than questions without "
+        f"failing (otherwise: a warning and exit {EXIT_PARTIAL})",
+    )
     _add_scoring_arguments(parser)
 
 
@@ -282,7 +289,17 @@ def score_main(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(summary_text(report.summary, dataset.levels))
-    return 0
+    missing = report.summary.get("n_unpredicted", 0)
+    if missing and not args.partial:
+        total = len(dataset.items)
+        print(
+            f"macsql: warning: {total - missing:,} predictions for {total:,} questions: "
+            f"{missing:,} questions have no prediction and are not scored; the figures cover "
+            f"only the predicted ones (--partial accepts that)",
+            file=sys.stderr,
+        )
+        return EXIT_PARTIAL
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:

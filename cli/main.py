@@ -157,7 +157,13 @@ def _main(argv: list[str], collecting: bool) -> int:
     if collecting and args.command != "ask":
         gc.enable()
     try:
-        code = args._handlers[args.command](args)
+        if "help" in (getattr(args, "context_fields", None) or []):  # `--set help`
+            from macsql.cli.common import settings_help
+
+            print(settings_help())
+            code = 0
+        else:
+            code = args._handlers[args.command](args)
         sys.stdout.flush()  # a closed pipe shows up here, not at exit
         return code
     except BrokenPipeError:

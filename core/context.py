@@ -176,7 +176,8 @@ class BaseContext:
             "'text': agents reply in text (JSON objects, ```sql blocks, or any layout a model "
             "uses), which every chat model can do. 'structured': agents ask for their answer "
             "in a schema (langchain's structured output: tool calling or JSON schema); when "
-            "the server rejects it, text is used for the rest of the run.",
+            "the server rejects it, that model is asked for text from then on, for as long as "
+            "the process lives.",
             enum=["text", "structured"],
         ),
     )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from macsql.database.connection_errors import DatabaseUnavailableError, describe_database_error
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.database.drivers import check_driver, normalise_url
+from macsql.database.file_kinds import TABLE_FILE_KINDS, file_kind
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Engine
@@ -117,6 +118,23 @@ def _duckdb_file(url: str) -> Path | None:
 
 
 @lru_cache(maxsize=4096)
+def _file_ref(text: str) -> DatabaseRef:
+    """A database file by what its header says it is (`database/file_kinds.py`)."""
+    path = Path(text)
+    kind = file_kind(path)
+    if kind == "duckdb":
+        return resolve_database(f"duckdb:///{path.resolve()}")
+    if kind in TABLE_FILE_KINDS:
+        raise DatabaseNotFoundError(
+            f"{text} is a {kind.upper() if kind == 'csv' else kind.title()} file, a table "
+            "rather than a database: `macsql ask --db` and macsql.connect() load it into "
+            'DuckDB (pip install "macsql[duckdb]"); elsewhere, load it with '
+            "macsql.database.loaders.tables.load_tables"
+        )
+    return _sqlite_ref(text)
+
+
+@lru_cache(maxsize=4096)
 def _sqlite_ref(text: str) -> DatabaseRef:
     # realpath costs a syscall per path component; the executor resolves on every query.
     path = Path(text).expanduser().resolve()
@@ -137,7 +155,7 @@ def resolve_database(db: str) -> DatabaseRef:
         if not path.is_file():
             raise DatabaseNotFoundError(f"database file not found: {text}")
         # Cache by absolute path, so a changed working directory cannot reuse a stale entry.
-        return _sqlite_ref(str(path.absolute()))
+        return _file_ref(str(path.absolute()))
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -279,6 +297,18 @@ def check_database(ref: DatabaseRef) -> None:
         raise DatabaseUnavailableError(
             f"cannot open {ref.safe_url}: {describe_database_error(exc)}"
         ) from exc
+
+
+def forget_database(db: str) -> None:
+    """Close and drop the pooled connections of one database (a caller done with it)."""
+    try:
+        ref = resolve_database(db)
+    except (DatabaseNotFoundError, DatabaseUnavailableError):
+        return
+    with _engines_lock:
+        engine = _engines.pop(ref.url, None)
+    if engine is not None:
+        engine.dispose()
 
 
 def dispose_all() -> None:

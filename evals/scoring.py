@@ -453,6 +453,8 @@ def summary_text(summary: dict[str, Any], levels: Sequence[str]) -> str:
         f"errors {summary['n_errors']}, timeouts {summary['n_timeouts']}, "
         f"no prediction {summary['n_no_prediction']}"
     )
+    if summary.get("n_unpredicted"):
+        lines.append(f"  not in the predictions file: {summary['n_unpredicted']} questions")
     if summary.get("n_too_large"):
         lines.append(f"  results over the scoring bounds: {summary['n_too_large']}")
     if summary.get("n_first_statement_only"):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from timing import generous
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_bounds.py"
 
@@ -35,6 +36,7 @@ def _case(name: str) -> dict[str, object]:
 def test_a_case_ends_in_time_and_under_the_memory_bound(case: str, outcome: str) -> None:
     report = _case(case)
     assert report["case"] == case and report["outcome"] == outcome
-    assert float(report["overrun_s"]) <= 0.5 + 0.25  # (slack for a loaded test machine)
+    # The bound (0.5 s past the timeout) is the benchmark's figure; here, generous slack.
+    assert float(report["overrun_s"]) <= generous(0.5)
     # 100 cells of 40 MB peaked at 3.9 GB before the byte budget
     assert float(report["peak_rss_mb"]) < 600

@@ -229,12 +229,16 @@ def test_plain_output_shows_the_answer_in_words() -> None:
     from rich.console import Console
 
     from macsql.cli.ask import _print_result
+    from macsql.core.results import Result
+
+    def result(**output: object) -> Result:
+        return Result.from_run(output, question="q", db="demo", pipeline="macsql")
 
     buffer = StringIO()
     output = {"sql": "SELECT 1", "status": "ok", "attempts": 1, "answer": "There are 6 singers."}
-    _print_result(Console(file=buffer, width=120), output)
+    _print_result(Console(file=buffer, width=120), result(**output))
     text = buffer.getvalue()
     assert "Answer:" in text and "There are 6 singers." in text
     buffer = StringIO()
-    _print_result(Console(file=buffer, width=120), {**output, "answer": ""})
+    _print_result(Console(file=buffer, width=120), result(**{**output, "answer": ""}))
     assert "Answer:" not in buffer.getvalue()

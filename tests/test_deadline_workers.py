@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import concert_db
+from timing import generous
 
 from macsql.core.worker_threads import WorkerThreads
 from macsql.database import execution
@@ -44,7 +45,7 @@ def test_statements_reuse_a_worker_and_a_runaway_one_is_still_stopped() -> None:
     began = time.monotonic()
     result = execute_sql(ref, ENDLESS_CTE, timeout=TIMEOUT)
     assert result.outcome == Outcome.TIMEOUT
-    assert time.monotonic() - began <= TIMEOUT + 0.5
+    assert time.monotonic() - began <= generous(TIMEOUT + 0.5)
 
 
 def test_an_uninterruptible_statement_is_abandoned_and_the_next_one_runs(
@@ -66,9 +67,9 @@ def test_an_uninterruptible_statement_is_abandoned_and_the_next_one_runs(
     result = execute_sql(ref, "SELECT count(*) FROM singer", timeout=0.3)
     elapsed = time.monotonic() - began
     assert result.outcome == Outcome.TIMEOUT
-    assert 0.3 + ABANDON_GRACE - 0.05 <= elapsed <= 0.3 + ABANDON_GRACE + 0.5
+    assert 0.3 + ABANDON_GRACE - 0.05 <= elapsed <= generous(0.3 + ABANDON_GRACE)
     # The abandoned worker is still busy; the next statement gets another at once.
     began = time.monotonic()
     assert execute_sql(ref, "SELECT count(*) FROM singer").rows == [(6,)]
-    assert time.monotonic() - began < 1.0
+    assert time.monotonic() - began < generous(0.0)  # not after the stuck one's 10 s
     release.set()

@@ -26,6 +26,7 @@ from conftest import (
     spider_eval_args,
 )
 from test_hostile_corpus import HostileEntry, assert_refused, entry_id, load_corpus
+from timing import generous
 
 from macsql.cli.main import main
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
@@ -192,7 +193,7 @@ def test_runaway_query_is_interrupted_within_timeout(concert: DatabaseRef) -> No
     result = execute_sql(concert, "SELECT count(*) FROM range(1000000000000) AS a", timeout=1.0)
     elapsed = time.monotonic() - started
     assert result.outcome == Outcome.TIMEOUT, result.error
-    assert elapsed < 1.0 + 0.5
+    assert elapsed < generous(1.0 + 0.5)
     # the pooled connection is usable afterwards
     assert execute_sql(concert, "SELECT count(*) FROM singer").rows == [(6,)]
 
@@ -204,7 +205,7 @@ def test_runaway_fetch_is_interrupted_too(concert: DatabaseRef) -> None:
     result = execute_sql(concert, query, timeout=1.0, max_rows=None)
     # Whichever bound it reaches first, the deadline or the byte budget, stops it.
     assert result.outcome in (Outcome.TIMEOUT, Outcome.TOO_LARGE), result.error
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < generous(1.5)
 
 
 @pytest.mark.needs_data("spider")

@@ -14,6 +14,7 @@ from pathlib import Path
 import langchain_openai  # noqa: F401  (a one-off local import, outside any measured time)
 import pytest
 from conftest import SPIDER, spider_eval_args
+from timing import generous
 
 from macsql.cli.main import main
 from macsql.evals.lifetimes import lock_run_directory
@@ -145,6 +146,6 @@ def test_an_item_timeout_cancels_the_items_model_requests(tmp_path: Path) -> Non
     assert errors == ["item timed out after 1s"] * 2
     # at most one request per item (an item may time out waiting for the request slot)
     assert 1 <= requests <= 2
-    assert elapsed < 2 * (1.0 + 0.5) + 3.0  # the two items, plus the run's own start and end
+    assert elapsed < generous(2 * (1.0 + 0.5))  # the two items, plus the run's start and end
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["index"] for line in lines) == [0, 1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from timing import generous
 
 from macsql.evals.compare import (
     bird_equal,
@@ -101,7 +102,7 @@ def test_spider_permutation_search_is_fast_on_wide_repetitive_results() -> None:
     same = [tuple([5] * width) for _ in range(300)]
     assert spider_equal(same, list(same), ordered=False)
     assert not spider_equal(same, [tuple([5] * (width - 1) + [6])] * 300, ordered=False)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < generous(1.0)  # a blow-up takes minutes
 
 
 # --- NULLs -----------------------------------------------------------------------------------

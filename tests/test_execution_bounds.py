@@ -21,6 +21,7 @@ from unittest import mock
 import pytest
 from conftest import concert_db, world_db
 from pg_support import pg_checksum
+from timing import generous
 
 from macsql.database import execution, relation_inventory
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
@@ -201,7 +202,7 @@ def test_runaway_query_stops_within_timeout_and_connection_stays_usable(
     }[runaway]
     result, elapsed = timed(ref, sql, timeout=TIMEOUT, max_rows=max_rows)
     assert result.outcome == Outcome.TIMEOUT, (result.outcome, result.error)
-    assert elapsed <= TIMEOUT + SLACK, f"{runaway} on {target.engine} took {elapsed:.2f}s"
+    assert elapsed <= generous(TIMEOUT + SLACK), f"{runaway} on {target.engine} took {elapsed:.2f}s"
     assert "timeout" in (result.error or "")
     table, count = ("singer", 6) if ref is target.concert else ("city", 4079)
     assert_usable(ref, table, count)
@@ -253,7 +254,8 @@ def test_ten_million_row_result_is_capped_and_memory_stays_flat(target: Target) 
     assert len(result.rows) == 100
     assert result.truncated is True
     assert result.rows[0] == (1,) and result.rows[-1] == (100,)
-    assert elapsed < 2.0, f"took {elapsed:.2f}s: rows were produced beyond the cap"
+    # Ten million rows take far longer than this to produce.
+    assert elapsed < generous(0.5), f"took {elapsed:.2f}s: rows were produced beyond the cap"
     assert peak < 2_000_000, f"peak Python allocation {peak:,} bytes"
     assert rss_growth < 30_000_000, f"resident set grew {rss_growth:,} bytes"
 

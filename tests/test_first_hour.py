@@ -50,12 +50,13 @@ def _one_clean_line(err: str) -> str:
     return lines[0]
 
 
-def test_a_csv_file_as_db_is_one_line_and_exit_2(
+def test_a_file_that_is_no_database_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    csv = tmp_path / "people.csv"
-    csv.write_text("name,age\nAda,36\n" * 50)
-    code, err = _ask(str(csv), capsys)
+    # A CSV or Parquet file is loaded into DuckDB instead (tests/test_front_door.py).
+    notes = tmp_path / "people.dat"
+    notes.write_text("name,age\nAda,36\n" * 50)
+    code, err = _ask(str(notes), capsys)
     assert code == 2
     assert "file is not a database" in _one_clean_line(err)
 
@@ -95,12 +96,17 @@ def test_postgres_wrong_password_and_unknown_database(
 
 def test_the_graph_reports_an_unreadable_database_in_one_line(tmp_path: Path) -> None:
     """Studio and the Python API get the same one-line reason as the CLI."""
-    csv = tmp_path / "people.csv"
-    csv.write_text("name,age\n" * 50)
-    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": str(csv)})
+    notes = tmp_path / "people.dat"
+    notes.write_text("name,age\n" * 50)
+    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": str(notes)})
     assert out["status"] == "failed"
     assert out["error"].endswith("file is not a database")
     assert "\n" not in out["error"] and "sqlalche.me" not in out["error"]
+    # A CSV file is a table: the error says how to load it.
+    csv = notes.rename(tmp_path / "people.csv")
+    out = get_pipeline("macsql").invoke({"question": QUESTION, "db": str(csv)})
+    assert out["status"] == "failed" and "macsql.connect" in out["error"]
+    assert "\n" not in out["error"]
 
 
 @pytest.mark.needs_data("spider")
@@ -220,10 +226,12 @@ def test_a_fallback_only_in_its_agent_key_is_still_printed() -> None:
     from rich.console import Console
 
     from macsql.cli.ask import _print_result
+    from macsql.core.results import Result
 
     buffer = StringIO()
     output = {"sql": "SELECT 1", "status": "ok", "fallbacks": [], "selector_fallback": "kept all"}
-    _print_result(Console(file=buffer, width=200), output)
+    result = Result.from_run(output, question="q", db="demo", pipeline="macsql")
+    _print_result(Console(file=buffer, width=200), result)
     assert "selector fallback: kept all" in buffer.getvalue()
 
 
@@ -333,15 +341,17 @@ def test_processes_default_to_the_cores_up_to_two() -> None:
     assert args.processes == max(1, min(2, os.cpu_count() or 1))
 
 
-# --------------------------------------------------------------------------- README for users
+# --------------------------------------------------------------------------- docs for users
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+ASKING = (DOCS / "guides" / "asking.md").read_text()
+STUDIO = (DOCS / "guides" / "studio.md").read_text()
 
 
 def test_the_readme_ask_synopsis_matches_the_parser() -> None:
     from macsql.cli.main import build_parser
 
-    block = re.search(r"```\n(macsql ask QUESTION.*?)\nmacsql eval", README, re.S)
+    block = re.search(r"```\n(macsql ask QUESTION.*?)\n```", ASKING, re.S)
     assert block is not None
     documented = set(re.findall(r"--[a-z][a-z-]*", block.group(1)))
     ask = build_parser("ask")._subparsers._group_actions[0].choices["ask"]  # type: ignore[union-attr]
@@ -351,9 +361,9 @@ def test_the_readme_ask_synopsis_matches_the_parser() -> None:
 
 
 def test_the_readme_states_the_dataset_style_default() -> None:
-    stated = re.search(r"`dataset_style` defaults to `(\w+)`", README)
+    stated = re.search(r"`dataset_style` defaults to `(\w+)`", STUDIO)
     assert stated is not None and stated.group(1) == Context().dataset_style
-    assert "design card" not in README and "not on the card" not in README
+    assert "design card" not in STUDIO and "not on the card" not in STUDIO
 
 
 def test_a_parent_with_macsql_output_keys_gets_the_failure_reason() -> None:

@@ -82,11 +82,49 @@ def test_a_users_sqlite_file_is_checked_without_sqlalchemy(tmp_path: Path) -> No
     assert "status: ok" in out and "2" in out
 
 
+# The Python API's first request: `macsql.ask` on the demo database, in a fresh interpreter.
+_API_PROBE = r"""
+import json, sys
+import httpx
+report, deferred, base_url = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+original = httpx.Client.send
+def send(self, *args, **kwargs):
+    if not getattr(send, "done", False):
+        send.done = True
+        with open(report, "w") as f:
+            json.dump(sorted(m for m in deferred if m in sys.modules), f)
+    return original(self, *args, **kwargs)
+httpx.Client.send = send
+import macsql
+result = macsql.ask("How many books?", "demo", model="openai:m", base_url=base_url, api_key="k")
+print(result.status, result.rows)
+"""
+
+
+def test_the_python_api_asks_before_loading_sql_libraries(tmp_path: Path) -> None:
+    reply = "```sql\nSELECT count(*) FROM book\n```"
+    report = tmp_path / "loaded.json"
+    env = {**os.environ, "MACSQL_CACHE_DIR": str(tmp_path / "cache")}
+    with ScriptedOpenAIServer(lambda _prompt: reply) as server:
+        probe = [sys.executable, "-c", _API_PROBE, str(report), ",".join(DEFERRED)]
+        for _warm_then_measure in range(2):  # the first run builds the schema cache
+            done = subprocess.run(
+                [*probe, server.base_url],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+    assert json.loads(report.read_text()) == []
+    assert done.stdout.startswith("ok [[")
+
+
 def test_the_sqlite_check_still_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     from macsql.database.connection import check_database, resolve_database
     from macsql.database.connection_errors import DatabaseUnavailableError
 
-    path = tmp_path / "data.csv"
+    path = tmp_path / "data.bin"  # a CSV is recognised and loaded instead: test_front_door.py
     path.write_text("id,name\n1,pen\n")
     with pytest.raises(DatabaseUnavailableError, match="file is not a database"):
         check_database(resolve_database(str(path)))

@@ -110,3 +110,12 @@ def test_the_contract_fails_on_an_upward_import_and_on_a_new_cycle(tmp_path: Pat
     cycle = _lint_imports(tree)
     assert cycle.returncode != 0
     assert "macsql.graph is not allowed to import macsql.evals" in cycle.stdout
+
+
+def test_every_module_of_the_package_root_is_a_layer() -> None:
+    """Modules placed directly in macsql/ (the Python API) belong to package `macsql` itself,
+    which no folder's layer covers: each must be named in the contract."""
+    contracted = _contracted()
+    modules = {f"macsql.{p.stem}" for p in (ROOT / "macsql").glob("*.py") if p.stem != "__init__"}
+    assert modules, "the package root holds the Python API"
+    assert modules <= contracted, f"not in a layer: {sorted(modules - contracted)}"

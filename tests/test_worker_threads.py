@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any
 
+from timing import generous
+
 from macsql.core.worker_threads import WorkerThreads, idle_workers
 
 _probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
@@ -52,7 +54,7 @@ def test_a_busy_worker_never_delays_the_next_task() -> None:
     pool.run(lambda: release.wait(5))  # abandoned work, still running
     started = time.monotonic()
     _run_and_wait(pool, lambda: None)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < generous(0.0)  # not after the busy one's 5 s
     assert pool.started == 2
     release.set()
     _wait_until_idle(pool, 2)

@@ -48,11 +48,25 @@ _DUCKDB_TYPES = {
 _INSERT_BATCH = 500
 
 
+def _target_text(to: str) -> str:
+    return to.split("://", 1)[1].removeprefix("/") if "://" in to else to
+
+
+def names_one_file(to: str) -> bool:
+    """True when `--to` is a file (`duckdb:///x/cs.duckdb`): a path whose last part has a
+    suffix and no `{db_id}`; a folder is written one `<db_id>.duckdb` file per database."""
+    text = _target_text(to)
+    return "{db_id}" not in text and bool(Path(text).suffix)
+
+
 def duckdb_target(to: str, db_id: str) -> Path:
-    """The file for `db_id` named by `--to`: `duckdb:///dir/{db_id}.duckdb` or `duckdb:///dir`."""
-    path_text = to.split("://", 1)[1].removeprefix("/") if "://" in to else to
+    """The file for `db_id` named by `--to`: `duckdb:///dir/{db_id}.duckdb`, `duckdb:///dir`
+    (`dir/<db_id>.duckdb`), or `duckdb:///file.duckdb` itself."""
+    path_text = _target_text(to)
     if "{db_id}" in path_text:
         return Path(path_text.replace("{db_id}", db_id)).expanduser()
+    if names_one_file(to):
+        return Path(path_text).expanduser()
     return Path(path_text).expanduser() / f"{db_id}.duckdb"
 
 
@@ -168,7 +182,7 @@ def copy_sqlite_to_duckdb(
     path, target = Path(sqlite_path), Path(target)
     if not path.is_file():
         raise LoaderError(f"SQLite database not found: {path}")
-    report = LoadReport(database=target.stem, source=str(path))
+    report = LoadReport(database=target.stem, source=str(path), target=str(target.absolute()))
     marker = (
         f"{MARKER_PREFIX}{LOADER_VERSION}:{file_sha256(path)}:"
         f"{'numeric-text' if numeric_text else 'declared-text'}:duckdb-v2"
@@ -224,9 +238,15 @@ def load_into_duckdb(
     numeric_text: bool = True,
 ) -> list[LoadReport]:
     """Load Spider databases by id, and other SQLite files by path, into DuckDB files."""
+    sources = sqlite_sources(spider_dir, db_ids, sqlite_files)
+    if names_one_file(to) and len(sources) > 1:
+        raise LoaderError(
+            f"--to {to} names one file, but {len(sources)} databases are to be loaded: name "
+            "one database, or give a folder (duckdb:///DIR) or duckdb:///DIR/{db_id}.duckdb"
+        )
     return [
         copy_sqlite_to_duckdb(
             source, duckdb_target(to, db_id), replace=replace, numeric_text=numeric_text
         )
-        for source, db_id in sqlite_sources(spider_dir, db_ids, sqlite_files)
+        for source, db_id in sources
     ]

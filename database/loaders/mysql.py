@@ -20,8 +20,10 @@ from typing import Any
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
+from macsql.database.connection_errors import describe_database_error
 from macsql.database.drivers import normalise_url
 from macsql.database.loaders.duckdb import key_holds
 from macsql.database.loaders.postgres import (
@@ -144,7 +146,10 @@ def copy_sqlite_to_mysql(
     if not path.is_file():
         raise LoaderError(f"SQLite database not found: {path}")
     name = database_name or path.stem
-    report = LoadReport(database=name, source=str(path))
+    target = make_url(normalise_url(url)).set(database=name)
+    report = LoadReport(
+        database=name, source=str(path), target=target.render_as_string(hide_password=True)
+    )
     marker = (
         f"{MARKER_PREFIX}{LOADER_VERSION}:{file_sha256(path)}:"
         f"{'numeric-text' if numeric_text else 'declared-text'}:mysql-v2"
@@ -190,8 +195,11 @@ def copy_sqlite_to_mysql(
                         f"GRANT SELECT ON {quote_mysql(name)}.* TO {_grantee(grant_select_to)}"
                     )
                 cur.execute(f"REPLACE INTO {_BOOK}.loaded VALUES (%s, %s)", (name, marker))
-    except pymysql.MySQLError as exc:
-        raise LoaderError(f"loading {path.name} into {name!r} failed: {exc}") from exc
+    except (pymysql.MySQLError, DBAPIError) as exc:
+        # Connecting goes through SQLAlchemy (its OperationalError wraps PyMySQL's).
+        raise LoaderError(
+            f"loading {path.name} into {report.target} failed: {describe_database_error(exc)}"
+        ) from exc
     finally:
         engine.dispose()
         report.seconds = time.perf_counter() - started

@@ -42,6 +42,7 @@ import os
 import sqlite3
 import sys
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,8 @@ class LoadReport:
 
     database: str
     source: str
+    target: str = ""
+    """Where it was written: a file, or the database's URL with its password hidden."""
     skipped: bool = False
     tables: dict[str, int] = field(default_factory=dict)
     primary_keys: int = 0
@@ -111,12 +114,14 @@ class LoadReport:
     seconds: float = 0.0
 
     def summary(self) -> str:
+        where = f" -> {self.target}" if self.target else ""
         if self.skipped:
-            return f"{self.database}: already loaded from this file, skipped"
+            return f"{self.database}{where}: already loaded from this file, skipped"
         rows = sum(self.tables.values())
         text_ = (
-            f"{self.database}: {len(self.tables)} tables, {rows} rows, {self.primary_keys} "
-            f"primary keys, {self.foreign_keys} foreign keys in {self.seconds:.2f}s"
+            f"{self.database}{where}: {len(self.tables)} tables, {rows} rows, "
+            f"{self.primary_keys} primary keys, {self.foreign_keys} foreign keys in "
+            f"{self.seconds:.2f}s"
         )
         if self.warnings:
             text_ += f" ({len(self.warnings)} warnings)"
@@ -563,12 +568,16 @@ def copy_sqlite_to_postgres(
     name = database_name or path.stem
     if not name or len(name) > 63:
         raise LoaderError(f"not a usable PostgreSQL database name: {name!r}")
-    report = LoadReport(database=name, source=str(path))
+    admin_url = psycopg_url(pg_url)
+    report = LoadReport(
+        database=name,
+        source=str(path),
+        target=admin_url.set(database=name).render_as_string(hide_password=True),
+    )
     marker = (
         f"{MARKER_PREFIX}{LOADER_VERSION}:{file_sha256(path)}:"
         f"{'numeric-text' if numeric_text else 'declared-text'}"
     )
-    admin_url = psycopg_url(pg_url)
     admin = _writable_engine(admin_url.set(database=admin_url.database or "postgres"))
     try:
         exists, comment = _database_marker(admin, name)
@@ -660,8 +669,8 @@ def load_spider_databases(
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="macsql load",
-        description="Copy Spider (or any) SQLite databases into PostgreSQL or DuckDB, one "
-        "database each.",
+        description="Copy Spider (or any) SQLite databases into PostgreSQL, MySQL/MariaDB or "
+        "DuckDB, one database each, and print where each was written.",
     )
     parser.add_argument(
         "db_ids",
@@ -677,8 +686,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--to",
         metavar="URL",
-        help="where to load: a PostgreSQL URL (as --admin-url), or duckdb:///DIR (one "
-        "DIR/<db_id>.duckdb file each) or duckdb:///DIR/{db_id}.duckdb",
+        help="where to load: a PostgreSQL URL (as --admin-url); mysql://user:pw@host/ or "
+        "mariadb://... (one MySQL database each); duckdb:///DIR (one DIR/<db_id>.duckdb file "
+        "each), duckdb:///DIR/{db_id}.duckdb, or duckdb:///FILE.duckdb for one database",
     )
     parser.add_argument(
         "--spider-dir",
@@ -705,11 +715,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main_load(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `macsql load-postgres` (and `python -m macsql.database.loaders.postgres`).
+    """Entry point of `macsql load` (and `python -m macsql.database.loaders.postgres`).
 
-    Returns the process exit status: 0 on success, 2 on a usage or loading error.
+    Returns the process exit status: 0 on success, 2 on a usage or loading error. Any failure
+    of the load (a server that is down, a wrong password, a driver's error) is one line on
+    stderr, whichever the backend; `--verbose` adds the traceback.
     """
     args = build_parser().parse_args(argv)
+    try:
+        return _main_load(args)
+    except Exception as exc:  # each driver has its own error classes; none deserves a traceback
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    from macsql.database.connection_errors import describe_database_error, first_line
+
+    if isinstance(exc, LoaderError):
+        return first_line(str(exc), limit=500)
+    return f"loading failed: {describe_database_error(exc)} ({type(exc).__name__})"
+
+
+def _main_load(args: argparse.Namespace) -> int:
     db_ids = args.db_ids or ([] if args.sqlite else list(DEFAULT_SPIDER_DATABASES))
     backend = make_url(args.to).get_backend_name() if args.to else "postgresql"
     if backend in ("duckdb", "mysql", "mariadb"):
@@ -746,7 +776,7 @@ def main_load(argv: Sequence[str] | None = None) -> int:
             for path in args.sqlite
         ]
     except LoaderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     _print_reports(reports, args.verbose)
     return 0
@@ -799,7 +829,7 @@ def _main_other(args: argparse.Namespace, db_ids: list[str], backend: str) -> in
                 numeric_text=not args.keep_numeric_text,
             )
     except LoaderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     _print_reports(reports, args.verbose)
     return 0
