@@ -135,16 +135,15 @@ class _RunNames(BaseCallbackHandler):
 
 @pytest.mark.parametrize("answer", [False, True])
 @pytest.mark.needs_data("spider")
-def test_the_answer_reroute_runs_its_router_inline(answer: bool, model: ScriptedChatModel) -> None:
+def test_every_run_ends_through_finish_and_answers_only_when_asked(
+    answer: bool, model: ScriptedChatModel
+) -> None:
     runs = _RunNames()
     out = get_pipeline("macsql").invoke(
         {"question": ASKED[0], "db": CONCERT},
         {"callbacks": [runs]},
         context=_context(answer=answer),
     )
-    assert out["rows"] == ROWS[0]
+    assert out["rows"] == ROWS[0] and out["status"] == "ok"
+    assert "finish" in runs.names
     assert ("answer" in runs.names) is answer and bool(out.get("answer")) is answer
-    routes = [n for n in runs.names if n.endswith("_or_answer")]
-    assert "route_after_execution_or_answer" in routes
-    # The wrapped routers ran, but none as a run of its own.
-    assert not {r.removesuffix("_or_answer") for r in routes} & set(runs.names)
