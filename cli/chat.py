@@ -1,9 +1,11 @@
 """`macsql chat`: a conversation with a database, kept on a thread that can be resumed later.
 
 Each line is a question; follow-ups ("and in 2019?") are understood from the earlier turns,
-which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`).
-`/sql` and `/rows` show the last answer's SQL and rows, `/reset` starts a new thread, `/quit`,
-Ctrl-C or end of input leave.
+which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`): the
+last turns' questions, SQL and outcomes, never result rows (unless `--set thread_rows=true`).
+`/sql` and `/rows` show the last answer's SQL and rows, `/threads` lists the saved threads,
+`/forget [ID]` deletes one (this one by default), `/reset` starts a new thread, `/quit`, Ctrl-C
+or end of input leave. `--threads` and `--forget ID` do the same without a conversation.
 """
 
 from __future__ import annotations
@@ -30,13 +32,23 @@ from macsql.cli.common import (
 from macsql.database.cache_paths import cache_root
 from macsql.graph.persistence import open_persistence
 from macsql.graph.registry import get_builder, pipeline_names
+from macsql.graph.thread_store import forget_thread, list_threads
 from macsql.llm.models import ModelConfigError
 
-HELP = "/sql last SQL · /rows last rows · /reset new thread · /quit"
+HELP = (
+    "/sql last SQL · /rows last rows · /threads saved threads · /forget [ID] delete a thread · "
+    "/reset new thread · /quit"
+)
+ROWS_NOT_KEPT = (
+    "(the rows of an earlier session are not kept with the thread: ask again, or chat with "
+    "--set thread_rows=true to keep them)"
+)
 
 
 def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", required=True, help="a SQLite file, a URL, or 'demo'")
+    parser.add_argument(
+        "--db", default=None, help="a SQLite file, a URL, or 'demo' (needed to chat)"
+    )
     parser.add_argument("--pipeline", default="macsql", choices=pipeline_names())
     parser.add_argument("--thread", default=None, help="resume this conversation (thread id)")
     parser.add_argument(
@@ -48,11 +60,38 @@ def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-answer", action="store_true", help="show SQL and rows only, no answer in words"
     )
+    parser.add_argument("--threads", action="store_true", help="list the saved threads and leave")
+    parser.add_argument(
+        "--forget", default=None, metavar="ID", help="delete this thread's saved state and leave"
+    )
     add_model_arguments(parser)
 
 
-def chat_main(args: argparse.Namespace) -> int:
+def _state_url(args: argparse.Namespace) -> str:
+    return args.state_url or str(cache_root() / "chat.sqlite")
+
+
+def _threads_only(args: argparse.Namespace) -> int:
+    """`--threads` / `--forget ID`: no database, no model."""
+    console = Console(highlight=False, soft_wrap=True)
     try:
+        with open_persistence(_state_url(args)) as persistence:
+            saver = persistence.checkpointer
+            if args.forget is not None:
+                return _forget(console, saver, args.forget)
+            _print_threads(console, saver)
+    except Exception as exc:  # an unreachable server, a bad URL, an unwritable file
+        print(f"macsql: error: cannot open the conversation state: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def chat_main(args: argparse.Namespace) -> int:
+    if getattr(args, "threads", False) or getattr(args, "forget", None) is not None:
+        return _threads_only(args)
+    try:
+        if not args.db:
+            raise UsageError("--db is needed to chat (a SQLite file, a URL, or 'demo')")
         db = resolve_db_argument(args.db)
         changes = [] if args.no_answer else ["answer=true"]
         args.context_fields = changes + list(getattr(args, "context_fields", None) or [])
@@ -63,7 +102,7 @@ def chat_main(args: argparse.Namespace) -> int:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     console = Console(highlight=False, soft_wrap=True)
-    state_url = args.state_url or str(cache_root() / "chat.sqlite")
+    state_url = _state_url(args)
     with ExitStack() as stack:
         try:
             persistence = stack.enter_context(open_persistence(state_url))
@@ -73,7 +112,7 @@ def chat_main(args: argparse.Namespace) -> int:
         graph = get_builder(args.pipeline).compile(
             checkpointer=persistence.checkpointer, store=persistence.store
         )
-        _loop(graph, db, context, args.thread or _new_thread(), console)
+        _loop(graph, db, context, args.thread or _new_thread(), console, persistence.checkpointer)
     return EXIT_OK
 
 
@@ -81,8 +120,9 @@ def _new_thread() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> None:
+def _loop(graph: Any, db: str, context: Any, thread: str, console: Console, saver: Any) -> None:
     console.print(f"thread {thread} (resume with --thread {thread}) · {HELP}", markup=False)
+    last_out: dict[str, Any] | None = None  # this session's last answer, rows included
     while True:
         config = {"configurable": {"thread_id": thread}}
         try:
@@ -95,15 +135,29 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> N
         if line in ("/quit", "/exit"):
             return
         if line == "/reset":
-            thread = _new_thread()
+            thread, last_out = _new_thread(), None
             console.print(f"new thread {thread}", markup=False)
             continue
-        last = graph.get_state(config).values
+        if line == "/threads":
+            _print_threads(console, saver, current=thread)
+            continue
+        if line == "/forget" or line.startswith("/forget "):
+            target = line.removeprefix("/forget").strip() or thread
+            _forget(console, saver, target)
+            if target == thread:
+                thread, last_out = _new_thread(), None
+                console.print(f"new thread {thread}", markup=False)
+            continue
+        saved = graph.get_state(config).values
         if line == "/sql":
-            console.print(last.get("sql") or "(no SQL yet)", markup=False)
+            sql = (last_out or {}).get("sql") or saved.get("sql")
+            console.print(sql or "(no SQL yet)", markup=False)
             continue
         if line == "/rows":
-            _print_rows(console, last)
+            if last_out is not None or "rows" in saved or not saved.get("sql"):
+                _print_rows(console, last_out if last_out is not None else saved)
+            else:
+                console.print(ROWS_NOT_KEPT, markup=False)
             continue
         if line.startswith("/"):
             console.print(f"unknown command {line}; {HELP}", markup=False)
@@ -113,7 +167,34 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> N
         except KeyboardInterrupt:
             console.print("(interrupted)")
             return
+        last_out = out
         _show(console, line, out)
+
+
+def _print_threads(console: Console, saver: Any, current: str | None = None) -> None:
+    threads = list_threads(saver)
+    if not threads:
+        console.print("(no saved threads)", markup=False)
+        return
+    table = Table("thread", "turns", "last question", "updated", "saved")
+    for t in threads:
+        mark = " (this one)" if t.thread_id == current else ""
+        table.add_row(
+            t.thread_id + mark,
+            str(t.turns),
+            t.last_question[:60],
+            t.updated[:19].replace("T", " "),
+            f"{t.saved_bytes / 1024:.1f} KB",
+        )
+    console.print(table)
+
+
+def _forget(console: Console, saver: Any, thread_id: str) -> int:
+    if forget_thread(saver, thread_id):
+        console.print(f"forgot thread {thread_id}", markup=False)
+        return EXIT_OK
+    console.print(f"no saved thread {thread_id}", markup=False)
+    return EXIT_USAGE
 
 
 def _show(console: Console, asked: str, out: dict[str, Any]) -> None:

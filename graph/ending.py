@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.context import BaseContext, context_of
 from macsql.nodes.answer import answer_node, answer_wanted
+from macsql.nodes.thread_turns import close_turn_node, closes_turn, working_keys
 
 
 def end_through(builder: Any, node: str, wanted: Callable[[Any, BaseContext], bool]) -> Any:
@@ -90,3 +91,19 @@ def with_answer(builder: Any) -> Any:
     """`builder` with the `answer` node, which runs last when `Context.answer` is on."""
     builder.add_node("answer", answer_node)
     return end_through(builder, "answer", answer_wanted)
+
+
+CLOSE_TURN = "close_turn"
+
+
+def with_closed_turns(builder: Any) -> Any:
+    """`builder` with `close_turn`, which a run on a conversation thread ends through (after
+    `answer`): it records how the turn went and empties the working keys, so that the thread
+    keeps the conversation and the caller's keys, not the run's intermediate results."""
+    builder.add_node(CLOSE_TURN, close_turn_node(working_keys(builder)))
+    return end_through(builder, CLOSE_TURN, closes_turn)
+
+
+def with_endings(builder: Any) -> Any:
+    """`builder` with both optional last steps: `answer`, then `close_turn`."""
+    return with_closed_turns(with_answer(builder))

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import MacSqlContext, context_of
-from macsql.graph.ending import with_answer
+from macsql.graph.ending import with_endings
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import MacSqlInput, MacSqlOutput, MacSqlState
 from macsql.nodes.decomposer import decomposer_node
@@ -81,5 +81,5 @@ def build_macsql_graph() -> StateGraph[MacSqlState, MacSqlContext, MacSqlInput, 
     return builder
 
 
-builder = with_answer(build_macsql_graph())
+builder = with_endings(build_macsql_graph())
 graph = builder.compile(name="macsql")

@@ -18,7 +18,7 @@ from langgraph.graph import END, StateGraph
 
 from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import MacSqlSqlFixContext
-from macsql.graph.ending import with_answer
+from macsql.graph.ending import with_endings
 from macsql.graph.macsql_graph import build_macsql_graph
 from macsql.graph.sqlfix_graph import build_sqlfix_graph
 from macsql.graph.state import MacSqlInput, MacSqlSqlFixState, SqlFixOutput
@@ -46,5 +46,5 @@ def build_macsql_sqlfix_graph() -> StateGraph[
     return builder
 
 
-builder = with_answer(build_macsql_sqlfix_graph())
+builder = with_endings(build_macsql_sqlfix_graph())
 graph = builder.compile(name="macsql+sqlfix")

@@ -21,7 +21,7 @@ from langgraph.types import Send
 
 from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import R3Context, context_of
-from macsql.graph.ending import with_answer
+from macsql.graph.ending import with_endings
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import MacSqlInput, R3Output, R3State
 from macsql.nodes.execution_records import ran
@@ -106,5 +106,5 @@ def build_r3_graph() -> StateGraph[R3State, R3Context, MacSqlInput, R3Output]:
     return builder
 
 
-builder = with_answer(build_r3_graph())
+builder = with_endings(build_r3_graph())
 graph = builder.compile(name="r3")

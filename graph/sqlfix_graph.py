@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 
 from macsql.graph.beginning import start_through_contextualize
 from macsql.graph.context import SqlFixContext, context_of
-from macsql.graph.ending import with_answer
+from macsql.graph.ending import with_endings
 from macsql.graph.routing import to_linking, unless_fatal
 from macsql.graph.state import SqlFixInput, SqlFixOutput, SqlFixState
 from macsql.nodes.executor import executor_node
@@ -108,5 +108,5 @@ def build_sqlfix_graph() -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, 
     return builder
 
 
-builder = with_answer(build_sqlfix_graph())
+builder = with_endings(build_sqlfix_graph())
 graph = builder.compile(name="sqlfix")

@@ -144,7 +144,9 @@ def test_the_answer_reroute_runs_its_router_inline(answer: bool, model: Scripted
     )
     assert out["rows"] == ROWS[0]
     assert ("answer" in runs.names) is answer and bool(out.get("answer")) is answer
-    routes = [n for n in runs.names if n.endswith("_or_answer")]
-    assert "route_after_execution_or_answer" in routes
+    # Each ending wraps the routes that can end the run: `answer`, then `close_turn`.
+    routes = [n for n in runs.names if n.endswith("_or_answer_or_close_turn")]
+    assert "route_after_execution_or_answer_or_close_turn" in routes
     # The wrapped routers ran, but none as a run of its own.
-    assert not {r.removesuffix("_or_answer") for r in routes} & set(runs.names)
+    inner = {r.removesuffix("_or_close_turn") for r in routes}
+    assert not (inner | {r.removesuffix("_or_answer") for r in inner}) & set(runs.names)
