@@ -172,21 +172,19 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console, save
 
 
 def _print_threads(console: Console, saver: Any, current: str | None = None) -> None:
+    """One line per saved thread, newest first: id, turns kept, last question, when, size."""
     threads = list_threads(saver)
     if not threads:
         console.print("(no saved threads)", markup=False)
         return
-    table = Table("thread", "turns", "last question", "updated", "saved")
     for t in threads:
         mark = " (this one)" if t.thread_id == current else ""
-        table.add_row(
-            t.thread_id + mark,
-            str(t.turns),
-            t.last_question[:60],
-            t.updated[:19].replace("T", " "),
+        when = t.updated[:19].replace("T", " ")
+        console.print(
+            f"{t.thread_id}{mark} · {t.turns} turn(s) · {t.last_question!r} · {when} UTC · "
             f"{t.saved_bytes / 1024:.1f} KB",
+            markup=False,
         )
-    console.print(table)
 
 
 def _forget(console: Console, saver: Any, thread_id: str) -> int:

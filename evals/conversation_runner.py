@@ -256,6 +256,8 @@ async def run_conversations(
     summary["previous_sql"] = (
         "gold (no model)" if options.gold else PREVIOUS_SQL[options.previous_sql]
     )
+    if graph is not None and not turns.threads:
+        summary["previous_sql"] += "; not applied: this pipeline keeps no turns on its thread"
     summary["conversations"] = summarize_interactions(interactions, records)
     summary["stopped_early"] = watch.reason
     summary["problem"] = run_problem(scope, n_items=len(items), stopped=watch.reason)

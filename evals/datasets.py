@@ -9,9 +9,10 @@
   split name (``--split mini_dev`` or the file stem).
 - SParC / CoSQL ``DIR`` (conversations over Spider's databases): ``dev.json`` (CoSQL:
   ``cosql_dev.json``), a list of interactions with ``database_id`` and ``interaction``, turns
-  with ``utterance`` and ``query``. The databases are ``DIR/database/`` as the official releases
-  ship them, else Spider's beside ``DIR`` (``../spider/database``). Each turn is an item (its
-  index counts turns over the whole file); `Dataset.interactions` groups them.
+  with ``utterance`` and ``query``. The databases are ``DIR/database/`` (SParC's release) or
+  ``DIR/../database/`` (CoSQL's), else Spider's beside ``DIR`` (``../spider/database``). Each
+  turn is an item (its index counts turns over the whole file); `Dataset.interactions` groups
+  them.
 
 An item whose database is missing is kept, with ``skip_reason`` set, so a run reports it.
 """
@@ -293,8 +294,13 @@ def load_bird(data_dir: str | Path, split: str = "dev", *, db_url: str | None = 
 
 
 def _conversation_databases(root: Path) -> Path:
-    """`DIR/database` (the official releases' layout), else Spider's beside `DIR`."""
-    for candidate in (root / "database", root.parent / "spider" / "database"):
+    """`DIR/database` (SParC's release), `DIR/../database` (CoSQL's, whose question files are
+    in `sql_state_tracking/`), else Spider's beside `DIR`."""
+    for candidate in (
+        root / "database",
+        root.parent / "database",
+        root.parent / "spider" / "database",
+    ):
         if candidate.is_dir():
             return candidate
     raise DatasetError(

@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from macsql.graph.context import BaseContext, ContextT, context_of
+from macsql.graph.context import BaseContext, ContextError, ContextT, context_of
 from macsql.graph.state import ConversationTurn, KeptRows, PipelineState
 
 UNFINISHED = "failed: the run did not finish"
@@ -148,11 +148,15 @@ def close_turn_node(
     """The `close_turn` node of a graph whose working keys are `emptied` (`working_keys`)."""
 
     def close_turn(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
-        context = context_of(runtime, BaseContext)
+        try:
+            context = context_of(runtime, BaseContext)
+        except (ContextError, TypeError):  # the run failed on it already: record that
+            context = BaseContext()
         turn = closed_turn(state)
         turns = with_turn(list(state.get("turns") or []), turn)
         update: dict[str, Any] = {
-            **{k: v for k, v in emptied.items() if k in state},
+            # Written whether set or not: the node sees only `PipelineState`'s keys.
+            **emptied,
             "turns": turns[-(context.history_turns + 1) :],
             "thread_turn": False,
         }

@@ -263,6 +263,7 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
         "executor",
         "refiner",
         "executor",
+        "close_turn",  # a server run has a thread, even a stateless one: the turn is recorded
     ]
 
     executor_done = [e for e in events if e["agent"] == "executor" and e["phase"] == "done"]
@@ -283,7 +284,7 @@ def test_run_streams_updates_and_events_from_inside_the_refine_loop(
     assert refined["sql"] == FIXED_SQL
     assert refined["attempt"] == 1
 
-    final = updates[-1]["executor"]
+    final = updates[-2]["executor"]
     assert final["status"] == "ok"
     assert final["sql"] == FIXED_SQL
     assert final["rows"] == [[6]]
