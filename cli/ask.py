@@ -227,10 +227,11 @@ def _on_thread(
             checkpointer=persistence.checkpointer, store=persistence.store
         )
         given = _decision(args)
+        last: dict[str, Any] = {}
         with recording_traces() as trace:
             if payload is not None:
                 remember(persistence.store, thread, asked)
-                _run(graph, payload, context, args, console, config)
+                last = _run(graph, payload, context, args, console, config)
             elif not waiting_approvals(graph, config):
                 print(
                     f"macsql: error: thread {thread} has no SQL waiting for approval",
@@ -261,8 +262,12 @@ def _on_thread(
                         break
                 else:
                     break
-                _run(graph, resume_command(waiting, decisions), context, args, console, config)
+                last = _run(
+                    graph, resume_command(waiting, decisions), context, args, console, config
+                )
             values = graph.get_state(config).values
+            if "rows" in last:  # a thread's checkpoints keep no rows: the run returned them
+                values = {**values, "rows": last["rows"]}
             output = _result(
                 values,
                 question=asked.question,

@@ -1,10 +1,13 @@
 """`macsql chat`: a conversation with a database, kept on a thread that can be resumed later.
 
 Each line is a question; follow-ups ("and in 2019?") are understood from the earlier turns,
-which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`).
-`/sql` and `/rows` show the last answer's SQL and rows, `/reset` starts a new thread, `/quit`,
-Ctrl-C or end of input leave. With `approve_sql` on, each SQL is shown before it runs and the
-next line answers it (approve, edit or reject), not a new question.
+which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`): the
+last turns' questions, SQL and outcomes, never result rows (unless `--set thread_rows=true`).
+`/sql` and `/rows` show the last answer's SQL and rows, `/threads` lists the saved threads,
+`/forget [ID]` deletes one (this one by default), `/reset` starts a new thread, `/quit`, Ctrl-C
+or end of input leave. `--threads` and `--forget ID` do the same without a conversation. With
+`approve_sql` on, each SQL is shown before it runs and the next line answers it (approve, edit or
+reject), not a new question.
 """
 
 from __future__ import annotations
@@ -29,20 +32,26 @@ from macsql.cli.common import (
     resolve_db_argument,
 )
 from macsql.database.cache_paths import cache_root
-from macsql.graph.approvals import (
-    new_thread_id,
-    resume_command,
-    waiting_approvals,
-)
+from macsql.graph.approvals import new_thread_id, resume_command, waiting_approvals
 from macsql.graph.registry import get_builder, pipeline_names
 from macsql.llm.models import ModelConfigError
 from macsql.memory.persistence import open_persistence
+from macsql.memory.threads import forget_thread, list_threads
 
-HELP = "/sql last SQL · /rows last rows · /reset new thread · /quit"
+HELP = (
+    "/sql last SQL · /rows last rows · /threads saved threads · /forget [ID] delete a thread · "
+    "/reset new thread · /quit"
+)
+ROWS_NOT_KEPT = (
+    "(the rows of an earlier session are not kept with the thread: ask again, or chat with "
+    "--set thread_rows=true to keep them)"
+)
 
 
 def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", required=True, help="a SQLite file, a URL, or 'demo'")
+    parser.add_argument(
+        "--db", default=None, help="a SQLite file, a URL, or 'demo' (needed to chat)"
+    )
     parser.add_argument("--pipeline", default="macsql", choices=pipeline_names())
     parser.add_argument("--thread", default=None, help="resume this conversation (thread id)")
     parser.add_argument(
@@ -54,11 +63,38 @@ def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-answer", action="store_true", help="show SQL and rows only, no answer in words"
     )
+    parser.add_argument("--threads", action="store_true", help="list the saved threads and leave")
+    parser.add_argument(
+        "--forget", default=None, metavar="ID", help="delete this thread's saved state and leave"
+    )
     add_model_arguments(parser)
 
 
-def chat_main(args: argparse.Namespace) -> int:
+def _state_url(args: argparse.Namespace) -> str:
+    return args.state_url or str(cache_root() / "chat.sqlite")
+
+
+def _threads_only(args: argparse.Namespace) -> int:
+    """`--threads` / `--forget ID`: no database, no model."""
+    console = Console(highlight=False, soft_wrap=True)
     try:
+        with open_persistence(_state_url(args)) as persistence:
+            saver = persistence.checkpointer
+            if args.forget is not None:
+                return _forget(console, saver, args.forget)
+            _print_threads(console, saver)
+    except Exception as exc:  # an unreachable server, a bad URL, an unwritable file
+        print(f"macsql: error: cannot open the conversation state: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def chat_main(args: argparse.Namespace) -> int:
+    if getattr(args, "threads", False) or getattr(args, "forget", None) is not None:
+        return _threads_only(args)
+    try:
+        if not args.db:
+            raise UsageError("--db is needed to chat (a SQLite file, a URL, or 'demo')")
         db = resolve_db_argument(args.db)
         changes = [] if args.no_answer else ["answer=true"]
         args.context_fields = changes + list(getattr(args, "context_fields", None) or [])
@@ -69,7 +105,7 @@ def chat_main(args: argparse.Namespace) -> int:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     console = Console(highlight=False, soft_wrap=True)
-    state_url = args.state_url or str(cache_root() / "chat.sqlite")
+    state_url = _state_url(args)
     with ExitStack() as stack:
         try:
             persistence = stack.enter_context(open_persistence(state_url))
@@ -79,22 +115,20 @@ def chat_main(args: argparse.Namespace) -> int:
         graph = get_builder(args.pipeline).compile(
             checkpointer=persistence.checkpointer, store=persistence.store
         )
-        _loop(graph, db, context, args.thread or new_thread_id(), console)
+        _loop(graph, db, context, args.thread or new_thread_id(), console, persistence.checkpointer)
     return EXIT_OK
 
 
-def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> None:
+def _loop(graph: Any, db: str, context: Any, thread: str, console: Console, saver: Any) -> None:
     console.print(f"thread {thread} (resume with --thread {thread}) · {HELP}", markup=False)
+    last_out: dict[str, Any] | None = None  # this session's last answer, rows included
     config = {"configurable": {"thread_id": thread}}
     try:  # a thread left with a SQL waiting: that comes first
         while waiting := waiting_approvals(graph, config):
             say = lambda text: console.print(text, markup=False)  # noqa: E731
             decisions = [prompt_decision(w, input, say) for w in waiting]
-            _show(
-                console,
-                "",
-                graph.invoke(resume_command(waiting, decisions), config, context=context),
-            )
+            last_out = graph.invoke(resume_command(waiting, decisions), config, context=context)
+            _show(console, "", last_out)
     except LeaveWaiting:
         return
     while True:
@@ -109,15 +143,29 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> N
         if line in ("/quit", "/exit"):
             return
         if line == "/reset":
-            thread = new_thread_id()
+            thread, last_out = new_thread_id(), None
             console.print(f"new thread {thread}", markup=False)
             continue
-        last = graph.get_state(config).values
+        if line == "/threads":
+            _print_threads(console, saver, current=thread)
+            continue
+        if line == "/forget" or line.startswith("/forget "):
+            target = line.removeprefix("/forget").strip() or thread
+            _forget(console, saver, target)
+            if target == thread:
+                thread, last_out = new_thread_id(), None
+                console.print(f"new thread {thread}", markup=False)
+            continue
+        saved = graph.get_state(config).values
         if line == "/sql":
-            console.print(last.get("sql") or "(no SQL yet)", markup=False)
+            sql = (last_out or {}).get("sql") or saved.get("sql")
+            console.print(sql or "(no SQL yet)", markup=False)
             continue
         if line == "/rows":
-            _print_rows(console, last)
+            if last_out is not None or "rows" in saved or not saved.get("sql"):
+                _print_rows(console, last_out if last_out is not None else saved)
+            else:
+                console.print(ROWS_NOT_KEPT, markup=False)
             continue
         if line.startswith("/"):
             console.print(f"unknown command {line}; {HELP}", markup=False)
@@ -134,7 +182,32 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> N
         except KeyboardInterrupt:
             console.print("(interrupted)")
             return
+        last_out = out
         _show(console, line, out)
+
+
+def _print_threads(console: Console, saver: Any, current: str | None = None) -> None:
+    """One line per saved thread, newest first: id, turns kept, last question, when, size."""
+    threads = list_threads(saver)
+    if not threads:
+        console.print("(no saved threads)", markup=False)
+        return
+    for t in threads:
+        mark = " (this one)" if t.thread_id == current else ""
+        when = t.updated[:19].replace("T", " ")
+        console.print(
+            f"{t.thread_id}{mark} · {t.turns} turn(s) · {t.last_question!r} · {when} UTC · "
+            f"{t.saved_bytes / 1024:.1f} KB",
+            markup=False,
+        )
+
+
+def _forget(console: Console, saver: Any, thread_id: str) -> int:
+    if forget_thread(saver, thread_id):
+        console.print(f"forgot thread {thread_id}", markup=False)
+        return EXIT_OK
+    console.print(f"no saved thread {thread_id}", markup=False)
+    return EXIT_USAGE
 
 
 def _show(console: Console, asked: str, out: dict[str, Any]) -> None:

@@ -25,11 +25,19 @@ from macsql.cli.common import (
     warn_if_privileged,
 )
 from macsql.core.context import ContextError
-from macsql.evals.datasets import BIRD_LEVELS, SPIDER_LEVELS, DatasetError, load_dataset
+from macsql.evals.datasets import (
+    BIRD_LEVELS,
+    SPIDER_LEVELS,
+    Dataset,
+    DatasetError,
+    load_dataset,
+)
+from macsql.evals.interaction_scoring import conversation_text, score_sessions
 from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import (
     PredictionsFormatError,
     read_bird_predictions,
+    read_interaction_predictions,
     read_spider_predictions,
 )
 from macsql.evals.results import RunDirectoryError
@@ -48,12 +56,13 @@ def default_processes() -> int:
 
 
 def _add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", choices=("spider", "bird"), required=True)
+    parser.add_argument("--dataset", choices=("spider", "bird", "sparc", "cosql"), required=True)
     parser.add_argument(
         "--data-dir",
         required=True,
         help="Spider: dev.json, tables.json, database/; "
-        "BIRD: dev.json, dev_tables.json, dev_databases/",
+        "BIRD: dev.json, dev_tables.json, dev_databases/; "
+        "SParC: dev.json (CoSQL: cosql_dev.json), with database/ or Spider's folder beside it",
     )
     parser.add_argument(
         "--split",
@@ -103,7 +112,19 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no model: feed the gold SQL through execution and scoring",
     )
-    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="only the first N questions (SParC, CoSQL: the first N interactions)",
+    )
+    parser.add_argument(
+        "--previous-sql",
+        choices=("own", "gold"),
+        default="own",
+        help="SParC, CoSQL: the earlier turns' SQL each follow-up sees: the model's own "
+        "(default, what a user gets) or the gold (teacher forcing, for diagnosis)",
+    )
     parser.add_argument(
         "--link-only",
         action="store_true",
@@ -168,7 +189,10 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``macsql score``."""
     _add_dataset_arguments(parser)
     parser.add_argument(
-        "--predictions", required=True, help="BIRD predict_dev.json or Spider pred.sql"
+        "--predictions",
+        required=True,
+        help="BIRD predict_dev.json, Spider pred.sql, or SParC / CoSQL pred.txt (one SQL per "
+        "line, an empty line after each interaction)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the summary and per-item verdicts as JSON"
@@ -216,6 +240,7 @@ def eval_main(args: argparse.Namespace) -> int:
         context_overrides=overrides,
         processes=max(1, args.processes),
         stop_after_failures=max(0, args.stop_after_failures),
+        previous_sql=args.previous_sql,
     )
     if args.link_only:
         return _link_only(options, args.out)
@@ -229,8 +254,11 @@ def eval_main(args: argparse.Namespace) -> int:
     except (DatasetError, RunDirectoryError, KeyError) as exc:
         return _usage_error(exc)
     summary = result.summary
-    levels = SPIDER_LEVELS if args.dataset == "spider" else BIRD_LEVELS
+    levels = BIRD_LEVELS if args.dataset == "bird" else SPIDER_LEVELS
     print(summary_text(summary, levels))
+    if "conversations" in summary:
+        print()
+        print(conversation_text(summary))
     print(f"wall time {summary['wall_time_s']:.1f}s; results in {result.out_dir}")
     if args.db_url:  # one role for every database of the server: check the first
         first = load_dataset(args.dataset, args.data_dir, args.split, db_url=args.db_url).items
@@ -266,6 +294,8 @@ def _link_only(options: EvalOptions, out: str | None) -> int:
 def score_main(args: argparse.Namespace) -> int:
     try:
         dataset = load_dataset(args.dataset, args.data_dir, args.split, db_url=args.db_url)
+        if dataset.is_conversational:
+            return _score_conversations(args, dataset)
         if args.dataset == "bird":
             predictions: Sequence[str] | dict[int, str] = read_bird_predictions(args.predictions)
         else:
@@ -302,9 +332,27 @@ def score_main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _score_conversations(args: argparse.Namespace, dataset: Dataset) -> int:
+    try:
+        report = score_sessions(
+            dataset,
+            read_interaction_predictions(args.predictions),
+            timeout=args.timeout,
+            keep_distinct=args.keep_distinct,
+            workers=args.workers,
+        )
+    except (PredictionsMismatchError, FileNotFoundError, UnicodeDecodeError) as exc:
+        return _usage_error(exc)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.text(dataset.levels))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="macsql-evals", description="Scripted evals on Spider and BIRD"
+        prog="macsql-evals", description="Scripted evals on Spider, BIRD, SParC and CoSQL"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     add_eval_arguments(sub.add_parser("eval", help="run a pipeline over a dataset"))

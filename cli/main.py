@@ -70,7 +70,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         add_chat_arguments(chat)
         handlers["chat"] = chat_main
 
-    evals = sub.add_parser("eval", help="run a pipeline over Spider or BIRD")
+    evals = sub.add_parser("eval", help="run a pipeline over Spider, BIRD, SParC or CoSQL")
     score = sub.add_parser("score", help="score a predictions file")
     if command in ("eval", "score"):
         # The eval harness (scoring, reports, the LLM cache) costs a second of imports that

@@ -263,6 +263,13 @@ class BaseContext:
             minimum=1,
         ),
     )
+    thread_rows: bool = field(
+        default=False,
+        metadata=_doc(
+            "Save the last result's rows with a conversation thread (off: rows are returned "
+            "but never saved; the next turn does not need them, only its SQL and outcome)."
+        ),
+    )
     contextualizer_model: str | None = _model_override("follow-up question rewriter")
     answer_model: str | None = _model_override("answer writer")
     max_result_bytes: int = field(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
+from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
 from pydantic import Field
 
@@ -29,6 +30,50 @@ def merge_usage(left: Usage | None, right: Usage | None) -> Usage:
         for name, value in entry.items():
             into[name] = round(into.get(name, 0) + value, 6)
     return merged
+
+
+class KeptRows(list[list[Any]]):
+    """Result rows written to be saved with a conversation thread (`Context.thread_rows`)."""
+
+
+class ResultRows(UntrackedValue[Any]):
+    """The `rows` channel. A run's result rows reach its caller (its output and its streams)
+    but not its checkpoints, so a conversation thread never stores them; only rows written as
+    `KeptRows` are saved (and read back) with the thread."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self, typ: Any = list, guard: bool = False) -> None:
+        super().__init__(typ, guard)
+        self.kept = False
+
+    def __eq__(self, value: object) -> bool:
+        return isinstance(value, ResultRows)
+
+    def __hash__(self) -> int:
+        return hash(ResultRows)
+
+    def copy(self) -> ResultRows:
+        copied = super().copy()
+        copied.kept = self.kept
+        return copied
+
+    def checkpoint(self) -> Any:
+        return self.value if self.kept and self.is_available() else super().checkpoint()
+
+    def from_checkpoint(self, checkpoint: Any) -> ResultRows:
+        restored = super().from_checkpoint(checkpoint)
+        if isinstance(checkpoint, list):  # else the 'missing' marker: nothing was kept
+            restored.value, restored.kept = list(checkpoint), True
+        return restored
+
+    def update(self, values: Any) -> bool:
+        if not values:
+            return False
+        value = values[-1]
+        self.kept = isinstance(value, KeptRows)
+        self.value = list(value) if self.kept else value
+        return True
 
 
 # --------------------------------------------------------------------------- records
@@ -148,13 +193,15 @@ class ChatTurn(TypedDict):
 
 
 class ConversationTurn(TypedDict, total=False):
-    """One earlier question of a conversation, as `contextualize` shows it: never its rows."""
+    """One question of a conversation, as `contextualize` shows it: never its rows."""
 
     question: str
     """The question as the user asked it."""
     standalone_question: str
     sql: str
     outcome: str
+    """The SQL's outcome (ok, empty_result, ...) when the turn answered; `failed: <why>` when
+    it did not (its run failed, or never finished)."""
 
 
 class FewShot(TypedDict):
@@ -239,8 +286,9 @@ class MacSqlOutput(TypedDict, total=False):
     """The classification of `sql`'s execution (ok, empty_result, syntax_error, ...)."""
     error: str | None
     columns: list[str]
-    rows: list[list[Any]]
-    """The result preview, at most `max_rows` rows."""
+    rows: Annotated[list[list[Any]], ResultRows()]
+    """The result preview, at most `max_rows` rows. Returned, never saved with a conversation
+    thread unless `Context.thread_rows` is on."""
     truncated: bool
     attempts: int
     """How many SQL executions the run made."""
@@ -303,6 +351,9 @@ class _Asked(TypedDict, total=False):
     """The question as the user asked it this run (`question` becomes the standalone one)."""
     previous_sql: str
     """The SQL of the previous turn, when the question builds on it (the writer sees it)."""
+    thread_turn: bool
+    """True while a run on a conversation thread is open: it then ends through `close_turn`,
+    which records how the turn went and empties the working keys."""
 
 
 class PipelineState(_Asked, MacSqlOutput, SqlState, total=False):

@@ -7,6 +7,12 @@
   ``database_description/``. BIRD mini-dev's files (``mini_dev_sqlite.json`` and its
   ``mini_dev_mysql.json`` / ``mini_dev_postgresql.json`` siblings) load the same way, by
   split name (``--split mini_dev`` or the file stem).
+- SParC / CoSQL ``DIR`` (conversations over Spider's databases): ``dev.json`` (CoSQL:
+  ``cosql_dev.json``), a list of interactions with ``database_id`` and ``interaction``, turns
+  with ``utterance`` and ``query``. The databases are ``DIR/database/`` (SParC's release) or
+  ``DIR/../database/`` (CoSQL's), else Spider's beside ``DIR`` (``../spider/database``). Each
+  turn is an item (its index counts turns over the whole file); `Dataset.interactions` groups
+  them.
 
 An item whose database is missing is kept, with ``skip_reason`` set, so a run reports it.
 """
@@ -21,12 +27,18 @@ from typing import Any, Literal
 
 from macsql.evals.hardness import item_hardness
 
-DatasetName = Literal["spider", "bird"]
+DatasetName = Literal["spider", "bird", "sparc", "cosql"]
+CONVERSATION_DATASETS = ("sparc", "cosql")
+"""Multi-turn datasets: each interaction is one conversation, scored turn by turn."""
 
 SPIDER_LEVELS = ("easy", "medium", "hard", "extra")
 BIRD_LEVELS = ("simple", "moderate", "challenging")
 
 SPIDER_QUESTION_FILES = {"dev": "dev.json", "train": "train_spider.json"}
+CONVERSATION_FILES = {
+    "sparc": {"dev": "dev.json", "train": "train.json"},
+    "cosql": {"dev": "cosql_dev.json", "train": "cosql_train.json"},
+}
 BIRD_SPLIT_ALIASES = {"mini_dev": "mini_dev_sqlite", "minidev": "mini_dev_sqlite"}
 
 
@@ -52,10 +64,27 @@ class EvalItem:
     db_files: list[str] = field(default_factory=list)
     """Every SQLite file the item is scored on (Spider test suites hold several)."""
     skip_reason: str | None = None
+    interaction: int | None = None
+    """SParC / CoSQL: the position of the turn's interaction in the file."""
+    turn: int | None = None
+    """SParC / CoSQL: the turn's position in its interaction (0 for the first)."""
 
     @property
     def skipped(self) -> bool:
         return self.skip_reason is not None
+
+
+@dataclass
+class Interaction:
+    """One conversation of SParC or CoSQL: its turns, in order."""
+
+    index: int
+    db_id: str
+    turns: list[EvalItem]
+
+    @property
+    def skip_reason(self) -> str | None:
+        return self.turns[0].skip_reason if self.turns else "no turns"
 
 
 @dataclass
@@ -66,10 +95,16 @@ class Dataset:
     question_file: Path
     items: list[EvalItem]
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    interactions: list[Interaction] = field(default_factory=list)
+    """SParC / CoSQL: the items grouped by conversation (empty for single-question sets)."""
 
     @property
     def levels(self) -> tuple[str, ...]:
-        return SPIDER_LEVELS if self.name == "spider" else BIRD_LEVELS
+        return BIRD_LEVELS if self.name == "bird" else SPIDER_LEVELS
+
+    @property
+    def is_conversational(self) -> bool:
+        return self.name in CONVERSATION_DATASETS
 
     @property
     def skip_counts(self) -> Counter[str]:
@@ -84,7 +119,9 @@ def load_dataset(
         return load_spider(data_dir, split, db_url=db_url)
     if name == "bird":
         return load_bird(data_dir, split, db_url=db_url)
-    raise DatasetError(f"unknown dataset {name!r}: choose spider or bird")
+    if name in CONVERSATION_DATASETS:
+        return load_conversations(name, data_dir, split, db_url=db_url)
+    raise DatasetError(f"unknown dataset {name!r}: choose spider, bird, sparc or cosql")
 
 
 def _read_json(path: Path) -> Any:
@@ -253,4 +290,80 @@ def load_bird(data_dir: str | Path, split: str = "dev", *, db_url: str | None = 
         _apply_db_url(items, db_url)
     return Dataset(
         "bird", split, root, question_file, items, _tables_by_db(_bird_tables_file(root, split))
+    )
+
+
+def _conversation_databases(root: Path) -> Path:
+    """`DIR/database` (SParC's release), `DIR/../database` (CoSQL's, whose question files are
+    in `sql_state_tracking/`), else Spider's beside `DIR`."""
+    for candidate in (
+        root / "database",
+        root.parent / "database",
+        root.parent / "spider" / "database",
+    ):
+        if candidate.is_dir():
+            return candidate
+    raise DatasetError(
+        f"{root} has no database/ folder, and there is no Spider folder beside it "
+        "(SParC and CoSQL run on Spider's databases: DIR/database/<db>/<db>.sqlite)"
+    )
+
+
+def load_conversations(
+    name: str, data_dir: str | Path, split: str = "dev", *, db_url: str | None = None
+) -> Dataset:
+    """SParC or CoSQL: each turn an item, grouped into `Dataset.interactions`."""
+    root = Path(data_dir).expanduser()
+    if not root.is_dir():
+        raise DatasetError(f"no such folder: {root}")
+    files = CONVERSATION_FILES[name]
+    question_file = root / files.get(split, f"{split}.json")
+    records = _read_json(question_file)
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("interaction"), list) for r in records
+    ):
+        raise DatasetError(
+            f"{question_file} is not a {name} file: a list of interactions, each with "
+            "'database_id' and 'interaction' (turns with 'utterance' and 'query')"
+        )
+    db_root = _conversation_databases(root) if not db_url else root / "database"
+    suites: dict[str, list[str] | None] = {}
+    items: list[EvalItem] = []
+    interactions: list[Interaction] = []
+    for number, record in enumerate(records):
+        db_id = str(record.get("database_id") or record.get("db_id") or "")
+        if db_id not in suites:
+            suites[db_id] = None if db_url else _spider_suite(db_root / db_id / f"{db_id}.sqlite")
+        turns = []
+        for position, turn in enumerate(record["interaction"]):
+            item = EvalItem(
+                index=len(items),
+                db_id=db_id,
+                question=str(turn.get("utterance") or ""),
+                gold_sql=str(turn.get("query") or ""),
+                level=item_hardness(turn),
+                interaction=number,
+                turn=position,
+            )
+            suite = suites[db_id]
+            if suite is not None:
+                item.db, item.db_files = suite[0], suite[1:]
+            elif not db_url:
+                item.skip_reason = missing_database_reason(db_id)
+            items.append(item)
+            turns.append(item)
+        interactions.append(Interaction(number, db_id, turns))
+    if db_url:
+        _apply_db_url(items, db_url)
+    tables_file = root / "tables.json"
+    if not tables_file.is_file():
+        tables_file = db_root.parent / "tables.json"
+    return Dataset(
+        name,  # type: ignore[arg-type]
+        split,
+        root,
+        question_file,
+        items,
+        _tables_by_db(tables_file),
+        interactions,
     )

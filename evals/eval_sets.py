@@ -3,7 +3,8 @@
 A model tuned on prompts that quote Spider dev or BIRD dev questions has seen the test; its
 scores there mean nothing. Two checks, both refusals:
 
-- the run's items must come from a training split (Spider ``train_spider.json``, BIRD train);
+- the run's items must come from a training split (Spider ``train_spider.json``, BIRD train,
+  SParC ``train.json``, CoSQL ``cosql_train.json``);
 - no prompt may quote a question of an evaluation set. Quotes are found on word tokens, so
   punctuation, case and line breaks do not hide them. A question that the training file itself
   also holds (Spider train repeats a few short dev questions about other databases, such as
@@ -26,6 +27,8 @@ _EVALUATION_FILES = {
     "spider": ("dev.json", "test.json"),
     "bird": ("dev.json", "test.json", "mini_dev_sqlite.json", "mini_dev_mysql.json",
              "mini_dev_postgresql.json"),
+    "sparc": ("dev.json",),
+    "cosql": ("cosql_dev.json",),
 }  # fmt: skip
 _KEY_WORDS = 3
 _MIN_WORDS = 3  # shorter "questions" are not quotes anyone could recognise
@@ -50,14 +53,22 @@ def evaluation_files(dataset: str, data_dir: Path) -> list[Path]:
 
 
 def questions_of(path: Path) -> list[str]:
-    """The questions of a Spider or BIRD question file."""
+    """The questions of a Spider or BIRD question file, or the utterances of a SParC or CoSQL
+    one (every turn's, and the interaction's final question)."""
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise EvaluationDataError(f"cannot read the evaluation set {path}: {exc}") from None
     if not isinstance(records, list):
         raise EvaluationDataError(f"{path} is not a question file (a JSON list)")
-    return [str(r["question"]) for r in records if isinstance(r, dict) and r.get("question")]
+    questions = [str(r["question"]) for r in records if isinstance(r, dict) and r.get("question")]
+    for record in records:
+        if isinstance(record, dict) and isinstance(record.get("interaction"), list):
+            turns = [*record["interaction"], record.get("final") or {}]
+            questions += [
+                str(t["utterance"]) for t in turns if isinstance(t, dict) and t.get("utterance")
+            ]
+    return questions
 
 
 @dataclass(frozen=True)

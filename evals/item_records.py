@@ -44,11 +44,17 @@ def skipped_record(item: EvalItem) -> dict[str, Any]:
 
 
 async def predict_and_score(
-    item: EvalItem, options: EvalOptions, graph: Any, context: Any, scorer: Scorer
+    item: EvalItem,
+    options: EvalOptions,
+    graph: Any,
+    context: Any,
+    scorer: Scorer,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The item's finished record; scoring runs in the loop's default executor."""
+    """The item's finished record; scoring runs in the loop's default executor. `config` is
+    the run's (a conversation's thread)."""
     t0 = time.perf_counter()
-    record = {**base_record(item), **await predict(item, options, graph, context)}
+    record = {**base_record(item), **await predict(item, options, graph, context, config)}
     try:
         score: ItemScore = await asyncio.get_running_loop().run_in_executor(
             None, scorer.score, item, record["prediction"]
@@ -61,18 +67,30 @@ async def predict_and_score(
     return record
 
 
-async def predict(item: EvalItem, options: EvalOptions, graph: Any, context: Any) -> dict[str, Any]:
+async def predict(
+    item: EvalItem,
+    options: EvalOptions,
+    graph: Any,
+    context: Any,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Run the pipeline on one item; any failure becomes a failed record, never an exception.
-    With `options.traces` the item's agent calls come along under `TRACE_KEY`, failed or not."""
+    With `options.traces` the item's agent calls come along under `TRACE_KEY`, failed or not.
+    `config` is the run's (a conversation's thread); its output's `standalone_question` is then
+    kept too."""
     if options.traces and not options.gold:
         with recording_traces() as trace:
-            prediction = await _predict(item, options, graph, context)
+            prediction = await _predict(item, options, graph, context, config)
         return {**prediction, TRACE_KEY: list(trace.calls)}
-    return await _predict(item, options, graph, context)
+    return await _predict(item, options, graph, context, config)
 
 
 async def _predict(
-    item: EvalItem, options: EvalOptions, graph: Any, context: Any
+    item: EvalItem,
+    options: EvalOptions,
+    graph: Any,
+    context: Any,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     if options.gold:
         return {
@@ -91,7 +109,11 @@ async def _predict(
     # context): when the item runs out of time, its calls end and send no more requests.
     with cancel_scope() as cancel:
         try:
-            call = graph.ainvoke(payload, context=context)
+            call = (
+                graph.ainvoke(payload, config, context=context)
+                if config
+                else graph.ainvoke(payload, context=context)
+            )
             out = await (
                 asyncio.wait_for(call, options.item_timeout) if options.item_timeout else call
             )
@@ -110,7 +132,9 @@ async def _predict(
     if not isinstance(out, dict):
         return _failed(f"pipeline returned {type(out).__name__}, not a dict")
     status = out.get("status") or ("ok" if out.get("sql") else "failed")
+    standalone = {"standalone_question": out.get("standalone_question")} if config else {}
     return {
+        **standalone,
         "prediction": str(out.get("sql") or ""),
         "status": status,
         "attempts": int(out.get("attempts") or 0),

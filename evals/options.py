@@ -51,6 +51,10 @@ class EvalOptions:
     """Record every agent call of every item (messages as sent, reply, usage, what followed)
     in ``traces.jsonl`` beside the results: a teacher's run for fine-tuning data."""
 
+    previous_sql: str = "own"
+    """SParC / CoSQL: what each follow-up's thread holds as the earlier turns' SQL: the model's
+    own ('own', what a user gets) or the gold ('gold': teacher forcing, for diagnosis)."""
+
     stop_after_failures: int = STOP_AFTER_MODEL_FAILURES
     """Stop handing out items after this many in a row got no SQL because their model call
     failed (0: never); the run then exits non-zero and `--resume` continues it."""
@@ -61,12 +65,15 @@ class EvalOptions:
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the run it continues."""
-        return {
+        identity: dict[str, Any] = {
             "dataset": self.dataset,
             "split": self.split,
             "mode": self.mode,
             "keep_distinct": self.keep_distinct,
         }
+        if self.dataset in ("sparc", "cosql"):
+            identity["previous_sql"] = self.previous_sql
+        return identity
 
     def context(self) -> Context:
         """The Context every item runs with: the dataset's style, the model options, then the
@@ -76,7 +83,8 @@ class EvalOptions:
             base_url=self.base_url,
             api_key=self.api_key,
             max_try_times=self.max_tries,
-            dataset_style=self.dataset,
+            # SParC and CoSQL are Spider's databases and SQL style.
+            dataset_style="bird" if self.dataset == "bird" else "spider",
             overrides=self.context_overrides,
         )
 

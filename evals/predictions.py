@@ -5,6 +5,8 @@
 - Spider ``pred.sql``: one SQL per line, in dataset order. The official scorer treats an empty
   line as the end of a session, so an item with no prediction gets a placeholder that fails to
   execute instead of an empty line.
+- SParC / CoSQL ``pred.txt``: the same lines, with one empty line after each interaction (the
+  layout of the official ``dev_gold.txt``, which test-suite-sql-eval reads session by session).
 
 SQL is written on one line: line breaks and tabs become spaces.
 """
@@ -128,3 +130,34 @@ def read_bird_predictions(path: str | Path) -> dict[int, str]:
             sql = ""
         out[int(key) if numeric else position] = sql
     return out
+
+
+def write_interaction_predictions(
+    path: str | Path, interactions: Iterable[Iterable[str | None]]
+) -> Path:
+    """One SQL per line per turn, an empty line after each interaction."""
+    path = Path(path)
+    text = "".join(
+        "".join(prediction_line(sql) + "\n" for sql in turns) + "\n" for turns in interactions
+    )
+    write_text_atomically(path, text)
+    return path
+
+
+def read_interaction_predictions(path: str | Path) -> list[list[str]]:
+    """Sessions of SQL lines, as the official evaluator reads them: an empty line ends a
+    session (two in a row make an empty one), the text before a tab is the SQL, and a last
+    session with no empty line after it counts too. Empty lines at the very end are ignored."""
+    sessions: list[list[str]] = []
+    current: list[str] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            sessions.append(current)
+            current = []
+        else:
+            current.append(line.strip().split("\t")[0])
+    if current:
+        sessions.append(current)
+    while sessions and not sessions[-1]:
+        sessions.pop()
+    return sessions

@@ -7,6 +7,9 @@ process at any moment loses at most the items in flight; ``resume=True`` reads t
 once. At the end it writes the official prediction file, ``summary.json``, ``summary.md`` and
 ``summary.png``.
 
+SParC and CoSQL, whose items are the turns of conversations, run through
+`conversation_runner` instead (an interaction per thread, its turns in order).
+
 This module orchestrates; the parts are their own modules: `options` (what a run is asked to do,
 and its Context), `results` (the run's files), `item_records` (one item's prediction and score),
 `scheduler` (items in flight, worker processes, request slots, the collector) and `progress`.
@@ -22,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from macsql.evals.conversation_report import write_conversation_reports
+from macsql.evals.conversation_runner import run_conversations
 from macsql.evals.datasets import DatasetName, EvalItem, load_dataset
 from macsql.evals.item_records import skipped_record
 from macsql.evals.lifetimes import lock_run_directory
@@ -84,6 +89,10 @@ async def _run_locked(
     graph: Any,
     on_record: Callable[[dict[str, Any]], None] | None,
 ) -> RunResult:
+    if dataset.is_conversational:  # SParC, CoSQL: interactions on threads, not items
+        summary, scored = await run_conversations(options, dataset, out, started, graph, on_record)
+        write_conversation_reports(out, summary, dataset.levels)
+        return RunResult(out, summary, scored)
     items = dataset.items[: options.limit] if options.limit else dataset.items
     records = prepare_out_dir(options, out)
     keep_traces_of(out / TRACES_FILE, records)  # a trace whose item has no result is rerun

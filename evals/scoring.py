@@ -45,8 +45,9 @@ SCORING_MAX_ROWS = 1_000_000
 SCORING_MAX_BYTES = 256 * 1024 * 1024
 """The byte budget of one scored result (see `execute_sql`)."""
 
-OFFICIAL_TIMEOUTS = {"spider": 60.0, "bird": 30.0}
-"""Seconds per query in the official scorers (test-suite: 60; BIRD: 30)."""
+OFFICIAL_TIMEOUTS = {"spider": 60.0, "bird": 30.0, "sparc": 60.0, "cosql": 60.0}
+"""Seconds per query in the official scorers (test-suite, which also scores SParC and CoSQL:
+60; BIRD: 30)."""
 
 
 class Reason(StrEnum):
@@ -201,14 +202,14 @@ class Scorer:
         try:
             if not pred or pred == NO_PREDICTION:
                 return self._no_prediction(item)
-            if self.dataset == "spider":
+            if self.dataset != "bird":  # Spider's rules, SParC's and CoSQL's
                 return self._score_spider(item, pred)
             return self._score_bird(item, pred)
         except DatabaseNotFoundError as exc:
             return ItemScore(item.index, item.db_id, item.level, None, Reason.SKIPPED, str(exc))
 
     def _no_prediction(self, item: EvalItem) -> ItemScore:
-        if self.dataset == "spider":
+        if self.dataset != "bird":  # Spider's rules, SParC's and CoSQL's
             gold = self._spider_gold_problem(item)
             if gold is not None:
                 return gold

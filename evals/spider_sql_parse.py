@@ -90,6 +90,23 @@ class _Parser:
     def __init__(self, tokens: Sequence[str]) -> None:
         self.toks = list(tokens)
 
+    # Hooks for a parser that maps names to a schema (`macsql.evals.exact_match`); this one
+    # keeps the names as written.
+    def _column(self, tok: str) -> Any:
+        return tok
+
+    def _table(self, tok: str) -> Any:
+        return tok
+
+    def _limit(self, tok: str) -> Any:
+        return 1  # only its presence matters to the hardness rules
+
+    def _enter_query(self) -> None:
+        """A query (or subquery) starts: its FROM tables are the default for bare columns."""
+
+    def _leave_query(self) -> None:
+        """The query that `_enter_query` opened ends."""
+
     def _tok(self, idx: int, toks: Sequence[str] | None = None) -> str:
         toks = self.toks if toks is None else toks
         if idx >= len(toks):
@@ -112,14 +129,14 @@ class _Parser:
             distinct = self._tok(idx, toks) == "distinct"
             if distinct:
                 idx += 1
-            column = self._tok(idx, toks)
+            column = self._column(self._tok(idx, toks))
             idx = self._expect(idx + 1, ")", toks)
             # The official parser returns here without closing an outer parenthesis.
             return idx, (agg, column, distinct)
         distinct = self._tok(idx, toks) == "distinct"
         if distinct:
             idx += 1
-        column = self._tok(idx, toks)
+        column = self._column(self._tok(idx, toks))
         idx += 1
         if in_parens:
             idx = self._expect(idx, ")", toks)
@@ -234,7 +251,7 @@ class _Parser:
                     idx += 1
                 name = self._tok(idx)
                 idx += 3 if idx + 1 < len(self.toks) and self.toks[idx + 1] == "as" else 1
-                units.append(("table_unit", name))
+                units.append(("table_unit", self._table(name)))
             if idx < len(self.toks) and self.toks[idx] == "on":
                 idx, these = self.condition(idx + 1)
                 if conds:
@@ -290,6 +307,13 @@ class _Parser:
         return idx
 
     def query(self, start: int) -> tuple[int, dict[str, Any]]:
+        self._enter_query()
+        try:
+            return self._query(start)
+        finally:
+            self._leave_query()
+
+    def _query(self, start: int) -> tuple[int, dict[str, Any]]:
         idx = start
         in_parens = self._tok(idx) == "("
         if in_parens:
@@ -314,7 +338,7 @@ class _Parser:
         sql["limit"] = None
         if idx < len(self.toks) and self.toks[idx] == "limit":
             idx += 2
-            sql["limit"] = 1  # only its presence matters
+            sql["limit"] = self._limit(self.toks[idx - 1] if idx - 1 < len(self.toks) else "")
         idx = self._skip_semicolons(idx)
         if in_parens:
             idx = self._expect(idx, ")")

@@ -2,7 +2,8 @@
 
 A node that cannot go on (bad input, the model unreachable, a rejected SQL) sets `fatal` in
 the state. Every router reads it first, through `stopped`, and sends the run to `finish`, the
-one node every run ends through; `finish` goes on to `answer` when `Context.answer` is on.
+one node every run ends through; `finish` goes on to `answer` when `Context.answer` is on, and a
+run on a conversation thread ends with `close_turn` (what the thread keeps of the turn).
 """
 
 # No `from __future__ import annotations`: LangGraph reads the routers' parameter types at run
@@ -17,11 +18,13 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import BaseContext, context_of
 from macsql.nodes.common.answer import answer_node, answer_wanted
+from macsql.nodes.common.close_turn import close_turn_node, closes_turn, working_keys
 from macsql.nodes.common.contextualize import contextualize_node, has_conversation
 from macsql.nodes.common.finish import finish_node
 
 CONTEXTUALIZE: Final = "contextualize"
 FINISH: Final = "finish"
+CLOSE_TURN: Final = "close_turn"
 
 
 def stopped(state: Any) -> bool:
@@ -56,9 +59,18 @@ def after_approval(state: Any) -> Literal["executor", "finish"]:
     return FINISH if stopped(state) else "executor"
 
 
-def after_finish(state: Any, runtime: Runtime[BaseContext]) -> Literal["answer", "__end__"]:
-    """After `finish`: an answer in words when `Context.answer` is on."""
-    return "answer" if answer_wanted(state, context_of(runtime, BaseContext)) else "__end__"
+def after_finish(
+    state: Any, runtime: Runtime[BaseContext]
+) -> Literal["answer", "close_turn", "__end__"]:
+    """After `finish`: an answer in words when `Context.answer` is on, then the thread's turn."""
+    if answer_wanted(state, context_of(runtime, BaseContext)):
+        return "answer"
+    return after_answer(state)
+
+
+def after_answer(state: Any) -> Literal["close_turn", "__end__"]:
+    """A run on a conversation thread (`contextualize` opened its turn) closes the turn."""
+    return CLOSE_TURN if closes_turn(state) else "__end__"
 
 
 def add_conversation_start(builder: Any, first: str) -> None:
@@ -69,12 +81,14 @@ def add_conversation_start(builder: Any, first: str) -> None:
 
 
 def add_finish(builder: Any, *, answer: bool = True) -> None:
-    """`finish` → [answer] → END: the end every pipeline shares. A pipeline embedded as a stage
-    of another (MAC-SQL + SQLFixAgent) leaves the answer to the outer graph."""
+    """`finish` → [answer] → [close_turn] → END: the end every pipeline shares. A pipeline
+    embedded as a stage of another (MAC-SQL + SQLFixAgent) leaves both to the outer graph."""
     builder.add_node(FINISH, finish_node)
     if not answer:
         builder.add_edge(FINISH, END)
         return
     builder.add_node("answer", answer_node)
+    builder.add_node(CLOSE_TURN, close_turn_node(working_keys(builder)))
     builder.add_conditional_edges(FINISH, after_finish)
-    builder.add_edge("answer", END)
+    builder.add_conditional_edges("answer", after_answer)
+    builder.add_edge(CLOSE_TURN, END)

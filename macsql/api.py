@@ -179,8 +179,9 @@ class Connection:
     ) -> Result:
         from macsql.core.results import Result
 
-        if config is not None:
-            output = graph.get_state(config).values
+        if config is not None:  # a thread's checkpoints keep no rows: the run returned them
+            rows = {"rows": output["rows"]} if "rows" in output else {}
+            output = {**graph.get_state(config).values, **rows}
         return Result.from_run(output, question=question, db=self.db, pipeline=self.pipeline)
 
     def close(self) -> None:

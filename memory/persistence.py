@@ -3,6 +3,8 @@
 One URL chooses both: a `postgresql://` URL puts them on that server (LangGraph's
 `PostgresSaver` and `PostgresStore`, tables created by `.setup()`), for deployments of more than
 one process; anything else is a SQLite file (`SqliteSaver`, `SqliteStore`), for one machine.
+Either saver keeps only each thread's newest checkpoint (`graph.thread_store`), so a thread's
+saved state stays bounded however long the conversation.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
+
+from macsql.memory.threads import PruningSqliteSaver, pruning_postgres_saver
 
 
 @dataclass
@@ -46,11 +49,10 @@ def open_persistence(url: str) -> Iterator[Persistence]:
         saver: BaseCheckpointSaver[Any]
         store: BaseStore
         if is_postgres_url(url):
-            from langgraph.checkpoint.postgres import PostgresSaver
             from langgraph.store.postgres import PostgresStore
 
             conninfo = _libpq_url(url)
-            pg_saver = stack.enter_context(PostgresSaver.from_conn_string(conninfo))
+            pg_saver = stack.enter_context(pruning_postgres_saver().from_conn_string(conninfo))
             pg_saver.setup()
             saver = pg_saver
             store = stack.enter_context(PostgresStore.from_conn_string(conninfo))
@@ -60,7 +62,7 @@ def open_persistence(url: str) -> Iterator[Persistence]:
             path.parent.mkdir(parents=True, exist_ok=True)
             # LangGraph may run nodes on worker threads; the savers lock around the connection.
             conn = stack.enter_context(sqlite3.connect(path, check_same_thread=False))
-            sqlite_saver = SqliteSaver(conn)
+            sqlite_saver = PruningSqliteSaver(conn)
             sqlite_saver.setup()
             saver = sqlite_saver
             store_conn = stack.enter_context(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -103,3 +104,25 @@ def test_ctrl_c_and_end_of_input_exit_cleanly(server: ScriptedOpenAIServer, tmp_
     _, err = chat.communicate(timeout=60)
     assert chat.returncode == 0, err
     assert "Traceback" not in err
+
+
+@pytest.mark.needs_data("spider")
+def test_threads_are_listed_and_forgotten(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    state = tmp_path / "chat.sqlite"
+    lines = [ASKED[0], "/threads", "/forget", "/threads", ASKED[0]]
+    out = _chat(server, state, lines, "--thread", "kept", "--no-answer")
+    listed, forgot, after = out.split("you> ")[2:5]
+    assert "kept (this one) · 1 turn(s)" in listed and ASKED[0] in listed
+    assert "forgot thread kept" in forgot and "new thread" in forgot
+    assert "(no saved threads)" in after
+    (again,) = re.findall(r"new thread (\w+)", forgot)
+
+    def chat_flags(*flags: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "macsql.cli.main", "chat", "--state-url", str(state)]
+        return subprocess.run([*command, *flags], capture_output=True, text=True, timeout=120)
+
+    listing = chat_flags("--threads")  # no database, no model needed
+    assert listing.returncode == 0 and again in listing.stdout and "kept" not in listing.stdout
+    forgot = chat_flags("--forget", again)
+    assert forgot.returncode == 0 and f"forgot thread {again}" in forgot.stdout
+    assert "(no saved threads)" in chat_flags("--threads").stdout

@@ -141,7 +141,7 @@ def test_every_router_sends_a_fatal_run_to_finish(name: str) -> None:
     assert "finish" in builder.nodes
     checked = 0
     for source, branches in builder.branches.items():
-        if source in ("__start__", "finish"):
+        if source in ("__start__", "finish", "answer"):
             continue
         for branch in branches.values():
             router = branch.path.func

@@ -110,9 +110,11 @@ def test_three_turns_on_a_checkpointed_thread(server: ScriptedOpenAIServer) -> N
     ]
     _check_three_turns(outputs, server)
     assert outputs[2]["usage"]["contextualizer"]["calls"] == 1
+    # The thread records every turn as it ends: question, standalone question, SQL, outcome.
     turns = graph.get_state(config).values["turns"]
-    assert [t["question"] for t in turns] == ASKED[:2]
-    assert [t["outcome"] for t in turns] == ["ok", "ok"]
+    assert [t["question"] for t in turns] == ASKED
+    assert [t["sql"] for t in turns] == list(SQL.values())
+    assert [t["outcome"] for t in turns] == ["ok", "ok", "ok"]
     # A new thread has no history: its question is taken as asked, with no rewrite.
     other = {"configurable": {"thread_id": "another"}}
     graph.invoke({"question": ASKED[0], "db": CONCERT}, other, context=_context(server))

@@ -78,6 +78,7 @@ def test_run_can_be_inspected_step_by_step(model: ScriptedChatModel, checkpoints
         ("refiner",),
         ("executor",),
         ("finish",),
+        ("close_turn",),
         (),
     ]
     by_next = {}
@@ -90,12 +91,16 @@ def test_run_can_be_inspected_step_by_step(model: ScriptedChatModel, checkpoints
     assert failed["sql"] == WRONG_SQL
     assert failed["outcome"] == "unknown_table_or_column"
     assert by_next["executor",][1].values["candidate_sql"] == FIXED_SQL
+    answered = by_next["close_turn",][0].values
+    assert [t["sql"] for t in answered["tries"]] == [WRONG_SQL, FIXED_SQL]
+    # The thread keeps the turn, not the executions: those are emptied once it is answered.
     final = history[0].values
-    assert [t["sql"] for t in final["tries"]] == [WRONG_SQL, FIXED_SQL]
+    assert final["tries"] == [] and "rows" not in final
+    assert final["turns"][-1]["sql"] == FIXED_SQL and final["turns"][-1]["outcome"] == "ok"
     assert final["usage"]["decomposer"]["calls"] == 1
     assert final["usage"]["refiner"]["calls"] == 1
     # One checkpoint per super-step, numbered from the input (-1) on.
-    assert [s.metadata["step"] for s in reversed(history)] == [-1, 0, 1, 2, 3, 4, 5, 6, 7, 8]
+    assert [s.metadata["step"] for s in reversed(history)] == list(range(-1, 10))
     assert history[-1].metadata["source"] == "input"
 
 
@@ -164,9 +169,10 @@ def test_review_edit_then_approve(model: ScriptedChatModel, checkpoints: Any) ->
     assert result["sql"] == FIXED_SQL
     assert result["rows"] == [[6]]
     assert result["attempts"] == 2
-    final = graph.get_state(config).values
-    assert [t["sql"] for t in final["tries"]] == [EDITED_SQL, FIXED_SQL]
-    assert WRONG_SQL not in [t["sql"] for t in final["tries"]]
+    # The run's executions, as they stood when the turn was answered (then emptied).
+    answered = next(s for s in graph.get_state_history(config) if s.next == ("close_turn",))
+    assert [t["sql"] for t in answered.values["tries"]] == [EDITED_SQL, FIXED_SQL]
+    assert WRONG_SQL not in [t["sql"] for t in answered.values["tries"]]
     assert len(model.prompts) == 2  # the Decomposer once, the Refiner once
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conversation_script import ASKED, REWRITER, SQL, STANDALONE, respond
+from conversation_script import ASKED, CONCERT, REWRITER, SQL, STANDALONE, respond
 from pg_support import require_pg_url, writable_engine
 from sqlalchemy import text
 from test_cli_chat import _chat
@@ -90,3 +90,33 @@ def test_a_repair_recorded_by_one_process_is_retrieved_by_another(
     first, second = [p for p in server.prompts if p.startswith("You are the SQLRefiner")]
     assert "Repair 1" not in first  # the memory was empty
     assert "Repair 1" in second and "Fixed SQL: SELECT holder FROM account" in second
+
+
+def test_a_thread_on_postgres_keeps_one_checkpoint_and_can_be_forgotten(state_url: str) -> None:
+    """macsql's PostgreSQL saver prunes a thread to its newest checkpoint (issue 28)."""
+    from macsql.core.context import Context
+    from macsql.graph.registry import get_builder
+    from macsql.memory.persistence import open_persistence
+    from macsql.memory.threads import forget_thread, list_threads
+
+    config = {"configurable": {"thread_id": "pg-bounded"}}
+    with ScriptedOpenAIServer(respond) as server, open_persistence(state_url) as kept:
+        context = Context(
+            model="openai:scripted", base_url=server.base_url, api_key="k", dataset_style="spider"
+        )
+        graph = get_builder("macsql").compile(checkpointer=kept.checkpointer, store=kept.store)
+        for question in ASKED:
+            graph.invoke({"question": question, "db": CONCERT}, config, context=context)
+        engine = writable_engine(state_url)
+        with engine.connect() as conn:
+            count = conn.execute(
+                text("SELECT count(*) FROM checkpoints WHERE thread_id = 'pg-bounded'")
+            ).scalar_one()
+        engine.dispose()
+        assert count == 1
+        values = graph.get_state(config).values
+        assert [t["question"] for t in values["turns"]] == ASKED and "rows" not in values
+        (info,) = [t for t in list_threads(kept.checkpointer) if t.thread_id == "pg-bounded"]
+        assert info.turns == 3 and info.last_question == ASKED[2]
+        assert forget_thread(kept.checkpointer, "pg-bounded")
+        assert graph.get_state(config).values == {}

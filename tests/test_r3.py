@@ -113,7 +113,13 @@ def run(
             config,
             context=Context(model="scripted:r3", dataset_style="spider", **context),
         )
-    return out, graph.get_state(config).values, graph, config
+    return out, _answered(graph, config), graph, config
+
+
+def _answered(graph: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The thread's state when the turn was answered, before `close_turn` emptied the working
+    keys (dialogue, reviews) that these tests read."""
+    return next(s for s in graph.get_state_history(config) if s.next == ("close_turn",)).values
 
 
 def test_consensus_in_round_one_ends_the_loop(db: str) -> None:
@@ -394,9 +400,12 @@ def test_a_second_question_in_the_same_thread_starts_afresh(db: str) -> None:
         context = Context(model="scripted:r3again", dataset_style="spider")
         for _ in range(2):
             out = graph.invoke({"question": QUESTION, "db": db}, config, context=context)
-            state = graph.get_state(config).values
+            state = _answered(graph, config)
             assert out["consensus"] is True and out["review_turns"] == 1
             assert len(state["reviews"]) == 3 and len(state["history"]) == 4
+            # The turn closed: the thread keeps neither the dialogue nor the reviews.
+            saved = graph.get_state(config).values
+            assert saved["reviews"] == [] and saved["history"] == []
     # The second writer saw only its own question's history, not the first run's reviews.
     assert script.prompts["revise"][1].count(REVISE) == 1
 

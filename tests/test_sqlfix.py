@@ -102,7 +102,8 @@ def run(
     store: InMemoryStore | None = None,
     **context: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run the sqlfix graph; its output and its final internal state."""
+    """Run the sqlfix graph; its output and its internal state when the turn was answered
+    (before `close_turn` emptied the working keys these tests read)."""
     graph = sqlfix_builder.compile(checkpointer=InMemorySaver(), store=store or InMemoryStore())
     payload: dict[str, Any] = {"question": QUESTION, "db": db}
     if sql is not None:
@@ -115,7 +116,8 @@ def run(
             config,
             context=Context(model="scripted:sqlfix", dataset_style="spider", **context),
         )
-    return out, graph.get_state(config).values
+    answered = next(s for s in graph.get_state_history(config) if s.next == ("close_turn",))
+    return out, answered.values
 
 
 def verdict(word: str, reason: str = "") -> str:

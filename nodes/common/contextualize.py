@@ -12,6 +12,7 @@ import re
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
@@ -19,6 +20,7 @@ from macsql.core.context import Agent, BaseContext, ContextT, context_of
 from macsql.core.events import emit
 from macsql.core.state import ConversationTurn, Fallback, PipelineState, Usage
 from macsql.llm.agent_calls import call_agent
+from macsql.nodes.common.close_turn import closed_turn, on_thread, open_turn
 from macsql.prompts import render_prompt
 from macsql.replies.reader import extract_sql
 
@@ -54,16 +56,13 @@ def split_messages(messages: list[AnyMessage]) -> tuple[list[ConversationTurn], 
 
 
 def finished_turn(state: PipelineState) -> ConversationTurn | None:
-    """The previous run on this thread, when there was one (its keys are still in the state)."""
+    """The previous run on this thread when its turn is not in `turns` yet (a thread saved
+    before turns were recorded as they start): from its keys, which are still in the state."""
     asked = state.get("asked")
-    if not asked:
+    turns = state.get("turns") or []
+    if not asked or (turns and turns[-1].get("question") == asked):
         return None
-    return {
-        "question": asked,
-        "standalone_question": state.get("standalone_question") or asked,
-        "sql": state.get("sql") or "",
-        "outcome": state.get("outcome") or "not_run",
-    }
+    return closed_turn(state)
 
 
 def render_history(turns: list[ConversationTurn]) -> str:
@@ -111,7 +110,18 @@ def standalone_of(state: PipelineState) -> PipelineState:
     return {"standalone_question": (state.get("question") or "").strip()}
 
 
-def contextualize_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
+def contextualize_node(
+    state: PipelineState, runtime: Runtime[ContextT], config: RunnableConfig
+) -> PipelineState:
+    update = _contextualize(state, runtime)
+    if on_thread(config):  # the turn is recorded now, as failed until `close_turn` says more
+        turn = open_turn(update.get("asked", ""), update.get("standalone_question", ""))
+        update["turns"] = [*update.get("turns", []), turn]
+    update["thread_turn"] = on_thread(config)
+    return update
+
+
+def _contextualize(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
     context = context_of(runtime, BaseContext)
     turns = list(state.get("turns") or [])
     previous = finished_turn(state)
