@@ -32,7 +32,7 @@ def main() -> int:
 
     root = Path(args.keep or tempfile.mkdtemp(prefix="macsql-sft-"))
     run, out = root / "teacher", root / "sft.jsonl"
-    spider = TESTS.parents[1] / "shared" / "data" / "spider"
+    from conftest import SPIDER as spider
     teacher = Teacher()
     with ScriptedOpenAIServer(teacher) as server:
         code = macsql(
