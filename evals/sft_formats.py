@@ -30,7 +30,7 @@ from typing import Any
 
 Messages = list[dict[str, Any]]
 Metadata = dict[str, Any]
-Layout = Callable[[Messages, Metadata], dict[str, Any]]
+Layout = Callable[[Messages, Metadata | None], dict[str, Any]]
 
 _SHAREGPT_ROLES = {"system": "system", "user": "human", "assistant": "gpt"}
 

@@ -16,6 +16,7 @@ cut: a cut sample would teach a reply without its end. Needs the ``train`` extra
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -103,7 +104,7 @@ def _split(line: dict[str, Any], where: str) -> dict[str, Any]:
 def read_examples(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     if not path.is_file():
         raise TrainError(f"no such file: {path}")
-    examples = []
+    examples: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as f:
         for number, raw in enumerate(f, 1):
             if limit is not None and len(examples) >= limit:
@@ -232,7 +233,7 @@ def train(options: TrainOptions) -> TrainResult:
 
     losses: list[float] = []
 
-    class LossLog(TrainerCallback):  # type: ignore[misc]
+    class LossLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if logs and "loss" in logs:
                 losses.append(float(logs["loss"]))
@@ -254,9 +255,10 @@ def train(options: TrainOptions) -> TrainResult:
         save_strategy="no",
         report_to="none",
         bf16=bf16,
-        gradient_checkpointing=checkpointing,
         seed=options.seed,
         disable_tqdm=True,
+        dataloader_pin_memory=gpu,
+        **_checkpointing(SFTConfig, checkpointing),
     )
     lora = LoraConfig(
         r=options.lora_r,
@@ -341,6 +343,17 @@ def train(options: TrainOptions) -> TrainResult:
     }
     result.summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def _checkpointing(config: Any, on: bool) -> dict[str, bool]:
+    """transformers 5 renamed gradient checkpointing to activation checkpointing."""
+    names = {f.name for f in dataclasses.fields(config)}
+    key = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
+    return {key: on}
 
 
 def _version(name: str) -> str | None:
