@@ -5,8 +5,9 @@ Three steps, each a real `macsql` command, each timed; run them all or one at a 
 1. ``teacher``: `macsql eval --split train --traces` over train_spider.json (7,000 items) with
    the scripted teacher of `macsql.tools.scripted_teacher` behind a local OpenAI-compatible
    server (no model, no network);
-2. ``export``: `macsql export-sft --format all --split-by-db 0.1` in a child process, whose
-   wall time and peak resident memory (ru_maxrss of the child) are printed;
+2. ``export``: `macsql export-sft --format all --split-by-db 0.1 --max-tokens 5000` in a child
+   process that prints its own wall time, CPU time (user + system) and peak resident memory
+   (ru_maxrss);
 3. ``train``: a tiny randomly initialised causal LM built locally
    (`macsql.tools.tiny_causal_lm`), then `macsql train` for a few CPU steps on the
    prompt-completion export, printing the loss per step.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -58,18 +58,25 @@ def teacher(root: Path, spider: Path, limit: int | None) -> int:
     return code
 
 
+# The child measures itself: its own peak RSS and CPU, whatever ran before in this process.
+_MEASURED = (
+    "import resource, sys, time\n"
+    "from macsql.cli.main import main\n"
+    "t0 = time.perf_counter()\n"
+    "code = main(sys.argv[1:])\n"
+    "wall = time.perf_counter() - t0\n"
+    "r = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "print(f'\\nexport: exit {code}, {wall:.2f} s wall, {r.ru_utime + r.ru_stime:.2f} s CPU, '\n"
+    "      f'peak RSS {r.ru_maxrss / 1024:.0f} MiB')\n"
+    "sys.exit(code)\n"
+)
+
+
 def export(root: Path) -> int:
-    command = [sys.executable, "-m", "macsql.cli.main", "export-sft", str(root / "teacher"),
-               "--out", str(root / "sft" / "sft.jsonl"), "--format", "all",
-               "--split-by-db", "0.1", "--max-tokens", "5000"]  # fmt: skip
-    print("$ macsql " + " ".join(command[3:]))
-    started = time.perf_counter()
-    proc = subprocess.run(command, check=False)
-    wall = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    peak = f"peak RSS {peak_kib / 1024:.0f} MiB"
-    print(f"\nexport: exit {proc.returncode}, {wall:.2f} s wall, {peak}")
-    return proc.returncode
+    args = ["export-sft", str(root / "teacher"), "--out", str(root / "sft" / "sft.jsonl"),
+            "--format", "all", "--split-by-db", "0.1", "--max-tokens", "5000"]  # fmt: skip
+    print("$ macsql " + " ".join(args))
+    return subprocess.run([sys.executable, "-c", _MEASURED, *args], check=False).returncode
 
 
 def train(root: Path, steps: int) -> int:
@@ -81,7 +88,7 @@ def train(root: Path, steps: int) -> int:
     build_tiny_causal_lm(model_dir, corpus=[data])
     args = ["train", str(data), "--base-model", str(model_dir), "--out", str(root / "adapter"),
             "--max-steps", str(steps), "--batch-size", "2", "--learning-rate", "5e-3",
-            "--max-length", "4096", "--limit", "64"]  # fmt: skip
+            "--max-length", "4096"]  # fmt: skip
     print("$ macsql " + " ".join(args))
     started = time.perf_counter()
     code = macsql(args)
