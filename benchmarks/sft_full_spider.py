@@ -1,6 +1,6 @@
 """The SQL-Llama recipe end to end over the whole of Spider train, with a scripted teacher.
 
-Three steps, each a real `macsql` command, each timed; run them all or one at a time:
+Four steps; run them all or one at a time:
 
 1. ``teacher``: `macsql eval --split train --traces` over train_spider.json (7,000 items) with
    the scripted teacher of `macsql.tools.scripted_teacher` behind a local OpenAI-compatible
@@ -8,12 +8,14 @@ Three steps, each a real `macsql` command, each timed; run them all or one at a 
 2. ``export``: `macsql export-sft --format all --split-by-db 0.1 --max-tokens 5000` in a child
    process that prints its own wall time, CPU time (user + system) and peak resident memory
    (ru_maxrss);
-3. ``train``: a tiny randomly initialised causal LM built locally
+3. ``check``: every exported file loads with `datasets`, and no line is about a Spider dev
+   database or asks a dev question (from its metadata);
+4. ``train``: a tiny randomly initialised causal LM built locally
    (`macsql.tools.tiny_causal_lm`), then `macsql train` for a few CPU steps on the
    prompt-completion export, printing the loss per step.
 
-    python benchmarks/sft_full_spider.py --root /tmp/sft-full [--steps teacher,export,train]
-        [--limit N] [--data-dir ../shared/data/spider]
+    python benchmarks/sft_full_spider.py --root /tmp/sft-full [--steps teacher,export,check,train]
+        [--limit N] [--data-dir ../shared/data/spider] [--train-steps 6]
 """
 
 from __future__ import annotations
@@ -79,6 +81,35 @@ def export(root: Path) -> int:
     return subprocess.run([sys.executable, "-c", _MEASURED, *args], check=False).returncode
 
 
+def check(root: Path, spider: Path) -> int:
+    """Every file loads with `datasets`; no line is about a dev database or asks a dev question."""
+    import datasets
+
+    from macsql.evals.eval_sets import normalise_question
+
+    datasets.disable_progress_bars()
+    dev = json.loads((spider / "dev.json").read_text(encoding="utf-8"))
+    dev_dbs = {r["db_id"] for r in dev}
+    dev_questions = {normalise_question(r["question"]) for r in dev}
+    questions = {
+        i: normalise_question(r["question"])
+        for i, r in enumerate(json.loads((spider / "train_spider.json").read_text()))
+    }
+    for path in sorted((root / "sft").glob("*.jsonl")):
+        loaded = datasets.load_dataset(
+            "json", data_files=str(path), split="train", cache_dir=str(root / "cache")
+        )
+        if "metadata" in loaded.column_names or "db_id" in loaded.column_names:
+            metas = loaded["metadata"] if "metadata" in loaded.column_names else loaded.to_list()
+            on_dev = sum(m["db_id"] in dev_dbs for m in metas)
+            asked = sum(questions[m["item"]] in dev_questions for m in metas)
+            print(f"{path.name}: {len(loaded):,} rows, {on_dev} on dev databases, "
+                  f"{asked} asking a dev question")  # fmt: skip
+        else:
+            print(f"{path.name}: {len(loaded):,} rows")
+    return 0
+
+
 def train(root: Path, steps: int) -> int:
     from macsql.cli.main import main as macsql
     from macsql.tools.tiny_causal_lm import build_tiny_causal_lm
@@ -103,7 +134,7 @@ def train(root: Path, steps: int) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", required=True, help="folder for the run, the export, the model")
-    parser.add_argument("--steps", default="teacher,export,train")
+    parser.add_argument("--steps", default="teacher,export,check,train")
     parser.add_argument("--limit", type=int, default=None, help="only the first N train items")
     parser.add_argument("--data-dir", default=None, help="Spider's folder")
     parser.add_argument("--train-steps", type=int, default=6)
@@ -115,6 +146,8 @@ def main() -> int:
             code = teacher(root, _spider_dir(args.data_dir), args.limit)
         elif step == "export":
             code = export(root)
+        elif step == "check":
+            code = check(root, _spider_dir(args.data_dir))
         elif step == "train":
             code = train(root, args.train_steps)
         else:

@@ -100,6 +100,19 @@ def test_macsql_train_on_a_cpu_masks_the_prompt_and_the_loss_falls(
     data = export / "sft.prompt-completion.jsonl"
     model = build_tiny_causal_lm(tmp_path / "tiny", [data], vocab_size=1024, lines_per_file=20)
     assert AutoTokenizer.from_pretrained(model).chat_template is None  # as CodeLlama-7b-hf
+    # --max-tokens with the student's own tokenizer: samples over the limit dropped and counted.
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    lengths = [
+        sum(len(tokenizer.encode(m["content"], add_special_tokens=False)) for m in messages)
+        for messages in (x["prompt"] + x["completion"] for x in _lines(data))
+    ]
+    limit = sorted(lengths)[len(lengths) // 2]
+    short = tmp_path / "short" / "sft.jsonl"
+    options = ["--tokenizer", f"hf:{model}", "--max-tokens", str(limit)]
+    assert main(["export-sft", str(export.parent / "run"), "--out", str(short), *options]) == 0
+    stats = json.loads((tmp_path / "short" / "sft.stats.json").read_text())
+    assert stats["tokenizer"] == f"counted with `hf:{model}`"
+    assert stats["dropped"]["too_long"]["count"] == sum(n > limit for n in lengths) > 0
     adapter = tmp_path / "adapter"
     # Two short samples (the Refiner's), the same batch each step: the loss must fall.
     refiner = [x for x in _lines(data) if x["metadata"]["agent"] == "refiner"][:2]
@@ -136,7 +149,6 @@ def test_macsql_train_on_a_cpu_masks_the_prompt_and_the_loss_falls(
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
     tokenizer.chat_template = ALPACA_CHAT_TEMPLATE
     examples = [{"prompt": x["prompt"], "completion": x["completion"]} for x in refiner]
     trainer = SFTTrainer(
