@@ -193,6 +193,10 @@ def train(options: TrainOptions) -> TrainResult:
     """Fine-tune, save the adapter, the tokenizer and the template, and the run's summary."""
     if options.max_length < 16:
         raise TrainError(f"--max-length must be at least 16, not {options.max_length}")
+    data = Path(options.data).expanduser()
+    examples = read_examples(data, options.limit)
+    val_path = Path(options.validation).expanduser() if options.validation else None
+    val_examples = read_examples(val_path, options.limit) if val_path else []
     try:
         import datasets
         import torch
@@ -205,11 +209,6 @@ def train(options: TrainOptions) -> TrainResult:
             f"`macsql train` needs the train extra: pip install torch, then "
             f'pip install "macsql[train]" ({exc})'
         ) from None
-
-    data = Path(options.data).expanduser()
-    examples = read_examples(data, options.limit)
-    val_path = Path(options.validation).expanduser() if options.validation else None
-    val_examples = read_examples(val_path, options.limit) if val_path else []
     try:
         tokenizer = AutoTokenizer.from_pretrained(options.base_model)
     except (OSError, ValueError) as exc:
