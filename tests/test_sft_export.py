@@ -677,7 +677,7 @@ def test_repairs_as_data(teacher_run: dict[str, Any], tmp_path: Path) -> None:
         (["--agent-ratio", "selector=2"], "a share in (0, 1]"),
         (["--agent-ratio", "nobody=0.5"], "AGENT=SHARE pairs"),
         (["--max-tokens", "0"], "--max-tokens takes a positive number"),
-        (["--tokenizer", "hf:/nonexistent/tokenizer"], "cannot load tokenizer"),
+        (["--tokenizer", "tiktoken:nonesuch"], "cannot load tokenizer"),
         (["--eval-set", "/nonexistent/dev.json"], "no such evaluation set"),
     ],
 )
