@@ -37,8 +37,10 @@ train_others.json, BIRD train)."""
 
 _QUESTION_FILES = ("dev.json", "test.json", "mini_dev_sqlite.json", "mini_dev_mysql.json",
                    "mini_dev_postgresql.json")  # fmt: skip
-_TABLES_FILES = ("dev_tables.json", "test_tables.json")
-_DATABASE_FOLDERS = ("dev_databases", "test_databases")
+# Only BIRD's dev tables and databases name evaluation databases alone: Spider's test release
+# puts every database, train ones included, in test_tables.json and test_database/.
+_TABLES_FILES = ("dev_tables.json",)
+_DATABASE_FOLDERS = ("dev_databases",)
 _MIN_WORDS = 3  # shorter "questions" are not quotes anyone could recognise
 _WORD = re.compile(r"\w+")
 # A line's label before the question: "[Question]", "Question:", "Q1:", "- ".

@@ -714,3 +714,10 @@ def test_bird_evaluation_folders_are_found_beside_the_training_folder(tmp_path: 
     assert sets.has_question("which driver WON the most races")
     assert EvaluationSets.load(evaluation_files_in(dev)).databases == sets.databases
     assert find_evaluation_files("spider", train) == []  # Spider keeps dev beside train
+    # Spider's test release lists every database, train ones too, in test_tables.json and
+    # test_database/: only its questions are evaluation data.
+    spider = tmp_path / "spider"
+    (spider / "test_database" / "farm").mkdir(parents=True)
+    (spider / "test_tables.json").write_text(json.dumps([{"db_id": "farm"}]))
+    (spider / "test.json").write_text(json.dumps([{"db_id": "wta_2", "question": "x y z"}]))
+    assert EvaluationSets.load(find_evaluation_files("spider", spider)).databases == {"wta_2"}
