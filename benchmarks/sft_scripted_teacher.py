@@ -20,7 +20,11 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--format", default="chat", choices=["chat", "sharegpt", "alpaca"])
+    parser.add_argument(
+        "--format",
+        default="chat",
+        choices=["chat", "sharegpt", "alpaca", "prompt-completion", "openai", "all"],
+    )
     parser.add_argument("--keep", default=None, help="write the run and the samples here")
     args = parser.parse_args()
 
@@ -32,7 +36,8 @@ def main() -> int:
 
     root = Path(args.keep or tempfile.mkdtemp(prefix="macsql-sft-"))
     run, out = root / "teacher", root / "sft.jsonl"
-    spider = TESTS.parents[1] / "shared" / "data" / "spider"
+    from conftest import SPIDER as spider
+
     teacher = Teacher()
     with ScriptedOpenAIServer(teacher) as server:
         code = macsql(

@@ -9,13 +9,22 @@ from macsql.core.context import Agent
 from macsql.evals.eval_sets import EvaluationDataError
 from macsql.evals.sft_export import ExportError, ExportOptions, export_sft
 from macsql.evals.sft_formats import FORMATS
-from macsql.evals.sft_stats import DEFAULT_TOKENIZER, stats_markdown
+from macsql.evals.sft_mix import MixError, parse_agent_ratios
+from macsql.evals.sft_stats import stats_markdown
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="an eval run made with --traces")
     parser.add_argument("--out", required=True, metavar="FILE", help="the samples (JSON lines)")
-    parser.add_argument("--format", choices=sorted(FORMATS), default="chat")
+    parser.add_argument(
+        "--format",
+        nargs="+",
+        choices=[*FORMATS, "all"],
+        default=["chat"],
+        metavar="FORMAT",
+        help=f"one or more of {', '.join(FORMATS)}, or all (default chat); with several, each "
+        "file is FILE's stem plus .FORMAT",
+    )
     parser.add_argument(
         "--agents",
         nargs="+",
@@ -28,14 +37,15 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--only-correct",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="keep only calls that led to a correct item (default; see the README's rules)",
+        help="keep only calls that led to a correct item (default; see docs/fine-tuning.md)",
     )
     parser.add_argument(
         "--split-by-db",
         type=float,
         default=0.0,
         metavar="SHARE",
-        help="put this share of the samples, by whole databases, in FILE's .val sibling",
+        help="validation: whole databases holding this share of the run's items (FILE's .val "
+        "sibling); the same databases whatever the other filters",
     )
     parser.add_argument(
         "--dedup",
@@ -44,7 +54,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         help="drop samples identical to an earlier one (default)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="orders the databases for --split-by-db"
+        "--seed", type=int, default=0, help="seeds the validation databases and --agent-ratio"
     )
     parser.add_argument(
         "--data-dir", default=None, help="the dataset's folder, if it moved since the run"
@@ -53,21 +63,50 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--eval-set",
         action="append",
         default=[],
-        metavar="FILE",
-        help="another evaluation question file no prompt may quote (repeatable)",
+        metavar="PATH",
+        help="another evaluation set to keep out: a question file or a dataset folder "
+        "(repeatable; the dev/test files beside the run's data are found without it)",
     )
     parser.add_argument(
         "--tokenizer",
-        default=DEFAULT_TOKENIZER,
-        help="tiktoken:ENCODING or hf:MODEL for the token counts (default tiktoken:o200k_base)",
+        default=None,
+        metavar="SPEC",
+        help="hf:MODEL_OR_PATH (the student's tokenizer) or tiktoken:ENCODING for token counts; "
+        "default: an estimate, ceil(UTF-8 bytes / 3)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="drop (and count) samples longer than N tokens; MAC-SQL's authors dropped 5,000 "
+        "and more: --max-tokens 4999",
+    )
+    parser.add_argument(
+        "--agent-ratio",
+        default=None,
+        metavar="AGENT=SHARE,...",
+        help="keep this share of an agent's samples (seeded), e.g. selector=0.3",
+    )
+    parser.add_argument(
+        "--repairs-as-data",
+        action="store_true",
+        help="keep a Decomposer draft that a Refiner repaired (item correct) with the repaired "
+        "SQL as its target (off by default, as in the paper)",
     )
 
 
 def export_main(args: argparse.Namespace) -> int:
+    try:
+        ratios = parse_agent_ratios(args.agent_ratio, [a.value for a in Agent])
+    except MixError as exc:
+        print(f"macsql: error: {exc}", file=sys.stderr)
+        return 2
+    formats = list(FORMATS) if "all" in args.format else list(dict.fromkeys(args.format))
     options = ExportOptions(
         run_dir=args.run_dir,
         out=args.out,
-        format=args.format,
+        formats=formats,
         agents=args.agents,
         only_correct=args.only_correct,
         split_by_db=args.split_by_db,
@@ -76,6 +115,9 @@ def export_main(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         eval_sets=args.eval_set,
         tokenizer=args.tokenizer,
+        max_tokens=args.max_tokens,
+        agent_ratios=ratios,
+        relabel_repairs=args.repairs_as_data,
     )
     try:
         result = export_sft(options)
@@ -87,11 +129,12 @@ def export_main(args: argparse.Namespace) -> int:
         return 2
     if not result.stats["eval_sets_checked"]:
         print(
-            "macsql: warning: no evaluation question file was found beside the run's data to "
-            "check the prompts against; pass --eval-set FILE (e.g. Spider dev.json, BIRD dev.json)",
+            "macsql: warning: no evaluation set was found beside the run's data to keep out; "
+            "pass --eval-set PATH (e.g. Spider's dev.json, BIRD's dev folder)",
             file=sys.stderr,
         )
     print(stats_markdown(result.stats), end="")
-    written = [result.train_path, result.validation_path, *result.stats_paths]
-    print("wrote " + ", ".join(str(p) for p in written if p is not None))
+    written = [p for splits in result.files.values() for p in splits.values()]
+    written += [*result.stats_paths, result.card_path, result.dataset_info_path]
+    print("wrote " + ", ".join(str(p) for p in written))
     return 0

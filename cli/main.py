@@ -1,4 +1,4 @@
-"""The `macsql` command: ask, chat, eval, score, export-sft, link, index, demo, graph."""
+"""The `macsql` command: ask, chat, eval, score, export-sft, train, link, index, demo, graph."""
 
 from __future__ import annotations
 
@@ -87,6 +87,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_export_arguments(export)
         handlers["export-sft"] = export_main
+
+    train = sub.add_parser("train", help="fine-tune a model on an export (the train extra)")
+    if command == "train":
+        from macsql.cli.train import add_train_arguments, train_main
+
+        add_train_arguments(train)
+        handlers["train"] = train_main
 
     link = sub.add_parser("link", help="show what schema linking keeps (no model)")
     index = sub.add_parser("index", help="build or refresh a value index")

@@ -14,6 +14,7 @@ from macsql.database.atomic_files import write_text_atomically
 from macsql.evals.datasets import Dataset, EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import write_bird_predictions, write_spider_predictions
+from macsql.evals.run_provenance import run_provenance
 
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
@@ -87,6 +88,16 @@ def prepare_out_dir(options: EvalOptions, out: Path) -> dict[int, dict[str, Any]
     return read_results(results) if options.resume else {}
 
 
+def _add_provenance(info: dict[str, Any], record: dict[str, Any]) -> None:
+    """Keep each distinct provenance of the run's invocations, in order: a run resumed at
+    another commit or with other settings has more than one, which the export reports."""
+    seen = info.get("provenance")
+    history = seen if isinstance(seen, list) else []
+    if not history or history[-1] != record:
+        history.append(record)
+    info["provenance"] = history
+
+
 def write_run_file(
     out: Path, options: EvalOptions, *, started: bool, wall: float = 0.0
 ) -> dict[str, Any]:
@@ -104,6 +115,7 @@ def write_run_file(
     info["options"] = options_json
     if started:
         info["invocations"] = int(info.get("invocations", 0)) + 1
+        _add_provenance(info, run_provenance(None if options.gold else options.context()))
     else:
         info["wall_time_total_s"] = round(float(info.get("wall_time_total_s", 0.0)) + wall, 3)
     write_text_atomically(path, json.dumps(info, indent=2, default=str) + "\n")

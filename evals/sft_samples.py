@@ -13,8 +13,13 @@ A sample is the messages the agent was sent plus its reply as the assistant's tu
   that stayed the answer, "error" on SQL that was replaced (a false alarm on the correct SQL
   would teach the reviewer to flag it).
 
-Failed calls and empty replies are never samples. Each call is dropped by the first rule it
-breaks, so the counts add up to the calls.
+Failed calls, empty replies and replies cut off at the token limit (``finish_reason=length``)
+are never samples. Each call is dropped by the first rule it breaks, so the counts add up to the
+calls.
+
+Repairs as data (`relabel_repairs`, off by default as in the paper): a Decomposer draft that a
+Refiner repaired, on an item that ended correct, is kept with the repaired SQL in place of its
+own, so the Decomposer also learns from the questions it got wrong at first.
 """
 
 from __future__ import annotations
@@ -38,12 +43,18 @@ SQL_WRITERS = frozenset(
 class Drop:
     """Why a call is not a sample (the stats report counts each)."""
 
+    EVAL_DATABASE = "eval_database"
+    EVAL_QUESTION = "eval_question"
+    EVAL_QUESTION_QUOTED = "eval_question_quoted"
     MODEL_ERROR = "model_error"
+    CUT_OFF = "cut_off"
     AGENT_NOT_WANTED = "agent_not_selected"
     ITEM_NOT_CORRECT = "item_not_correct"
     SELECTOR_MISSED_GOLD_TABLE = "selector_missed_gold_table"
     SQL_NOT_FINAL = "sql_not_final"
     REVIEW_CONTRADICTED = "review_contradicted"
+    DOWNSAMPLED = "downsampled"
+    TOO_LONG = "too_long"
     DUPLICATE = "duplicate"
 
 
@@ -57,6 +68,18 @@ class Sample:
     drop: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     """The call's usage as the teacher's server reported it (its own token counts)."""
+    call: int = 0
+    """The call's position in its item's trace."""
+    question: str = ""
+    question_id: int | None = None
+    level: str | None = None
+    model: str | None = None
+    """The teacher's model for this call."""
+    relabelled: bool = False
+    """A repaired Decomposer draft whose reply carries the repaired SQL (`relabel_repairs`)."""
+    tokens: int = 0
+    """The sample's length in tokens (every message's content), set by the export."""
+    reply_tokens: int = 0
 
     @property
     def prompt(self) -> list[dict[str, Any]]:
@@ -104,6 +127,8 @@ def judge_call(
     agent = str(call.get("agent"))
     if call.get("error") or not str(call.get("reply") or "").strip():
         return Drop.MODEL_ERROR
+    if call.get("finish_reason") == "length":
+        return Drop.CUT_OFF
     if agents is not None and agent not in agents:
         return Drop.AGENT_NOT_WANTED
     if not only_correct:
@@ -124,6 +149,25 @@ def judge_call(
     return None
 
 
+def relabelled_reply(reply: str, draft_sql: str | None, final_sql: str) -> str:
+    """`reply` with its draft SQL replaced by `final_sql` (the last occurrence, where MAC-SQL's
+    Decomposer puts the query that answers); a reply whose SQL is not found verbatim becomes
+    the final SQL in one ```sql block."""
+    draft = (draft_sql or "").strip()
+    at = reply.rfind(draft) if draft else -1
+    if at < 0:
+        return f"```sql\n{final_sql.strip()}\n```"
+    return reply[:at] + final_sql.strip() + reply[at + len(draft) :]
+
+
+def _repaired_later(calls: list[Mapping[str, Any]], after: int, final_sql: str | None) -> bool:
+    """A Refiner call after position `after` wrote the item's final SQL."""
+    return any(
+        c.get("agent") == Agent.REFINER and _same_sql(_sql_written(c), final_sql)
+        for c in calls[after + 1 :]
+    )
+
+
 def item_samples(
     trace: Mapping[str, Any],
     result: Mapping[str, Any],
@@ -131,31 +175,46 @@ def item_samples(
     *,
     agents: Collection[str] | None = None,
     only_correct: bool = True,
+    relabel_repairs: bool = False,
 ) -> list[Sample]:
     """Every agent call of one item as a sample, with `drop` set when a rule refuses it."""
     gold = gold_tables(gold_sql) if gold_sql else None
     samples = []
     reviewed: str | None = None
-    for call in trace.get("calls") or []:
+    calls = list(trace.get("calls") or [])
+    for position, call in enumerate(calls):
         if not call.get("agent"):  # an execution of SQL no agent wrote here
             reviewed = (call.get("execution") or {}).get("sql") or reviewed
             continue
-        reply = {"role": "assistant", "content": str(call.get("reply") or "")}
+        text = str(call.get("reply") or "")
+        drop = judge_call(
+            call, result, gold, agents=agents, only_correct=only_correct, reviewed_sql=reviewed
+        )
+        relabelled = False
+        final_sql = result.get("prediction")
+        if (
+            relabel_repairs
+            and drop == Drop.SQL_NOT_FINAL
+            and call.get("agent") == Agent.DECOMPOSER
+            and final_sql
+            and _repaired_later(calls, position, final_sql)
+        ):
+            text = relabelled_reply(text, _sql_written(call), final_sql)
+            drop, relabelled = None, True
         samples.append(
             Sample(
                 agent=str(call["agent"]),
                 db_id=str(result.get("db_id") or trace.get("db_id") or ""),
                 index=int(trace["index"]),
-                messages=[*call.get("messages", []), reply],
-                drop=judge_call(
-                    call,
-                    result,
-                    gold,
-                    agents=agents,
-                    only_correct=only_correct,
-                    reviewed_sql=reviewed,
-                ),
+                messages=[*call.get("messages", []), {"role": "assistant", "content": text}],
+                drop=drop,
                 usage=dict(call.get("usage") or {}),
+                call=position,
+                question=str(result.get("question") or trace.get("question") or ""),
+                question_id=result.get("question_id", trace.get("question_id")),
+                level=result.get("level"),
+                model=call.get("model"),
+                relabelled=relabelled,
             )
         )
         reviewed = (call.get("execution") or {}).get("sql") or reviewed

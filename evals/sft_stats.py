@@ -1,9 +1,9 @@
-"""The export's report: samples per agent, prompt and reply lengths in tokens, what each rule
-dropped. Written as JSON and as Markdown beside the samples.
+"""The export's report: samples per agent and split, lengths in tokens with percentiles, what
+each rule dropped. Written as JSON and as Markdown beside the samples.
 
-Tokens are counted with tiktoken (``tiktoken:o200k_base`` by default) or with a model's own
-tokenizer (``hf:NAME_OR_PATH``, through transformers). tiktoken downloads its encodings once;
-offline and without them, the report says why tokens are missing and still gives characters.
+Tokens are counted with the tokenizer given (``hf:NAME_OR_PATH`` through transformers, the
+student's own; ``tiktoken:ENCODING``), else estimated (`sft_mix.estimate_tokens`): the report
+names which.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from macsql.evals.sft_mix import TokenCounter
 from macsql.evals.sft_samples import Sample
 
-TokenCounter = Callable[[str], int]
-DEFAULT_TOKENIZER = "tiktoken:o200k_base"
+PERCENTILES = (50, 90, 95, 99)
 
 
 class TokenizerError(RuntimeError):
@@ -35,7 +35,7 @@ def load_tokenizer(spec: str) -> TokenCounter:
             encoding = tiktoken.get_encoding(name or "o200k_base")
             return lambda text: len(encoding.encode(text, disallowed_special=()))
         if kind == "hf":
-            from transformers import AutoTokenizer  # type: ignore[import-not-found]
+            from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(name)
             return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
@@ -51,6 +51,15 @@ def _prompt_text(sample: Sample) -> str:
     return "\n".join(str(m.get("content") or "") for m in sample.prompt)
 
 
+def percentile(values: Sequence[int], p: float) -> int:
+    """The nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))  # ceil
+    return ordered[int(rank) - 1]
+
+
 def _spread(values: Sequence[int]) -> dict[str, float]:
     if not values:
         return {"total": 0, "mean": 0.0, "median": 0.0, "max": 0}
@@ -62,51 +71,63 @@ def _spread(values: Sequence[int]) -> dict[str, float]:
     }
 
 
+def _percentiles(values: Sequence[int]) -> dict[str, int]:
+    return {**{f"p{p}": percentile(values, p) for p in PERCENTILES}, "max": max(values, default=0)}
+
+
 def build_stats(
     calls: Sequence[Sample],
     train: Sequence[Sample],
     validation: Sequence[Sample],
     *,
     tokenizer: str,
-    count_tokens: TokenCounter | None,
-    tokenizer_error: str | None,
     about: dict[str, Any],
 ) -> dict[str, Any]:
-    """The report over every call considered (`calls`, drop reasons set) and the kept samples."""
+    """The report over every call considered (`calls`, drop reasons set) and the kept samples
+    (their `tokens` and `reply_tokens` set)."""
     kept = [*train, *validation]
     dropped = Counter(s.drop for s in calls if s.drop)
     per_agent: dict[str, dict[str, Any]] = {}
     for agent in sorted({s.agent for s in calls}):
         mine = [s for s in kept if s.agent == agent]
-        entry: dict[str, Any] = {
+        per_agent[agent] = {
             "calls": sum(1 for s in calls if s.agent == agent),
             "samples": len(mine),
             "train": sum(1 for s in train if s.agent == agent),
             "validation": sum(1 for s in validation if s.agent == agent),
+            "relabelled": sum(1 for s in mine if s.relabelled),
             "prompt_chars": _spread([len(_prompt_text(s)) for s in mine]),
             "reply_chars": _spread([len(s.reply) for s in mine]),
+            "prompt_tokens": _spread([s.tokens - s.reply_tokens for s in mine]),
+            "reply_tokens": _spread([s.reply_tokens for s in mine]),
+            "sample_tokens": _percentiles([s.tokens for s in mine]),
+            "share_of_tokens": 0.0,
+            "teacher_input_tokens": _spread([int(s.usage.get("input_tokens") or 0) for s in mine]),
+            "teacher_output_tokens": _spread(
+                [int(s.usage.get("output_tokens") or 0) for s in mine]
+            ),
         }
-        entry["teacher_input_tokens"] = _spread(
-            [int(s.usage.get("input_tokens") or 0) for s in mine]
-        )
-        entry["teacher_output_tokens"] = _spread(
-            [int(s.usage.get("output_tokens") or 0) for s in mine]
-        )
-        if count_tokens is not None:
-            entry["prompt_tokens"] = _spread([count_tokens(_prompt_text(s)) for s in mine])
-            entry["reply_tokens"] = _spread([count_tokens(s.reply) for s in mine])
-        per_agent[agent] = entry
+    all_tokens = sum(s.tokens for s in kept)
+    for agent, entry in per_agent.items():
+        mine_tokens = sum(s.tokens for s in kept if s.agent == agent)
+        entry["share_of_tokens"] = round(mine_tokens / all_tokens, 4) if all_tokens else 0.0
     total = len(calls)
     return {
         **about,
-        "tokenizer": tokenizer if count_tokens is not None else None,
-        "tokenizer_error": tokenizer_error,
+        "tokenizer": tokenizer,
         "calls": total,
         "samples": len(kept),
         "train": len(train),
         "validation": len(validation),
         "train_databases": len({s.db_id for s in train}),
         "validation_databases": len({s.db_id for s in validation}),
+        "relabelled": sum(1 for s in kept if s.relabelled),
+        "multi_turn": sum(1 for s in kept if sum(m["role"] == "assistant" for m in s.messages) > 1),
+        "sample_tokens": {
+            "train": _percentiles([s.tokens for s in train]),
+            "validation": _percentiles([s.tokens for s in validation]),
+            "all": _percentiles([s.tokens for s in kept]),
+        },
         "per_agent": per_agent,
         "dropped": {
             reason: {"count": n, "share": round(n / total, 4) if total else 0.0}
@@ -119,47 +140,52 @@ def _databases(n: int) -> str:
     return f"{n} database" + ("" if n == 1 else "s")
 
 
+def _tokens_row(name: str, p: dict[str, int]) -> str:
+    cells = " | ".join(f"{p[f'p{q}']:,}" for q in PERCENTILES)
+    return f"| {name} | {cells} | {p['max']:,} |"
+
+
 def stats_markdown(stats: dict[str, Any]) -> str:
-    tokens = stats.get("tokenizer")
-    unit = "tokens" if tokens else "chars"
     lines = [
         "# Fine-tuning export",
         "",
         f"Run `{stats.get('run_dir')}` ({stats.get('dataset')} {stats.get('split')}, "
-        f"pipeline {stats.get('pipeline')}), format `{stats.get('format')}`.",
+        f"pipeline {stats.get('pipeline')}), formats {', '.join(stats.get('formats') or [])}.",
         "",
-        f"{stats['calls']} agent calls from {stats.get('items_traced')} traced items "
-        f"({stats.get('items_correct')} correct) → {stats['samples']} samples: "
-        f"{stats['train']} train ({_databases(stats['train_databases'])}), "
-        f"{stats['validation']} validation ({_databases(stats['validation_databases'])}).",
+        f"{stats['calls']:,} agent calls from {stats.get('items_traced'):,} traced items "
+        f"({stats.get('items_correct'):,} correct) → {stats['samples']:,} samples: "
+        f"{stats['train']:,} train ({_databases(stats['train_databases'])}), "
+        f"{stats['validation']:,} validation ({_databases(stats['validation_databases'])}).",
         "",
-        f"| agent | calls | samples | train | validation | prompt {unit} (mean / max) "
-        f"| reply {unit} (mean / max) | teacher's tokens in / out (mean) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| agent | calls | samples | train | validation | relabelled | prompt tokens (mean / max) "
+        "| reply tokens (mean / max) | share of tokens |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for agent, entry in stats["per_agent"].items():
-        prompt, reply = entry[f"prompt_{unit}"], entry[f"reply_{unit}"]
-        t_in, t_out = entry["teacher_input_tokens"], entry["teacher_output_tokens"]
+    for agent, e in stats["per_agent"].items():
+        prompt, reply = e["prompt_tokens"], e["reply_tokens"]
         lines.append(
-            f"| {agent} | {entry['calls']} | {entry['samples']} | {entry['train']} | "
-            f"{entry['validation']} | {prompt['mean']:g} / {prompt['max']:g} | "
-            f"{reply['mean']:g} / {reply['max']:g} | {t_in['mean']:g} / {t_out['mean']:g} |"
+            f"| {agent} | {e['calls']:,} | {e['samples']:,} | {e['train']:,} | "
+            f"{e['validation']:,} | {e['relabelled']:,} | {prompt['mean']:g} / {prompt['max']:g} "
+            f"| {reply['mean']:g} / {reply['max']:g} | {100 * e['share_of_tokens']:.1f}% |"
         )
+    header = " | ".join(f"p{q}" for q in PERCENTILES)
+    lines += ["", f"| sample tokens | {header} | max |", "| --- |" + " ---: |" * 5]
+    for split in ("train", "validation", "all"):
+        lines.append(_tokens_row(split, stats["sample_tokens"][split]))
+    for agent, e in stats["per_agent"].items():
+        if e["samples"]:
+            lines.append(_tokens_row(agent, e["sample_tokens"]))
     lines += ["", "| dropped by | calls | share of calls |", "| --- | ---: | ---: |"]
     for reason, entry in stats["dropped"].items():
-        lines.append(f"| {reason} | {entry['count']} | {100 * entry['share']:.1f}% |")
-    lines.append("")
-    lines.append(
-        f"Tokens counted with `{tokens}`."
-        if tokens
-        else f"Tokens not counted: {stats.get('tokenizer_error')}; lengths are in characters."
-    )
-    lines.append("The teacher's tokens are the usage its server reported for the kept calls.")
-    checked = ", ".join(f"`{p}`" for p in stats.get("eval_sets_checked") or []) or "none found"
-    lines.append(
-        f"No kept prompt quotes any of {stats.get('eval_questions_checked', 0)} evaluation "
-        f"questions ({checked})."
-    )
+        lines.append(f"| {reason} | {entry['count']:,} | {100 * entry['share']:.1f}% |")
+    lines += [
+        "",
+        f"Tokens: {stats['tokenizer']}.",
+        f"Evaluation data checked: {len(stats.get('eval_databases') or [])} databases and "
+        f"{stats.get('eval_questions_checked', 0):,} questions from "
+        + (", ".join(f"`{p}`" for p in stats.get("eval_sets_checked") or []) or "no file found")
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -122,6 +122,7 @@ def traced(call_model: _Call) -> _Call:
                     "reply": reply.text,
                     "reasoning": getattr(reply, "reasoning", None) or None,
                     "error": reply.error,
+                    "finish_reason": getattr(reply, "finish_reason", None),
                     "usage": dict((reply.usage or {}).get(agent) or {}),
                     "execution": None,
                 }

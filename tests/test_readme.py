@@ -37,7 +37,7 @@ PIPELINES_PAGE = (ROOT / "docs" / "guides" / "pipelines.md").read_text()
 RUN_BY_CI = {
     "python3 -m venv .venv": "python3 -m venv",
     ". .venv/bin/activate": '/bin/activate"',
-    "pip install -e .": 'pip install --quiet -e ".[dev]"',
+    "pip install -e .": 'pip install --quiet -e ".[dev',
     'pip install -e ".[dev]"': 'pip install -e ".[dev]"',
     "python -m pytest -q": "python -m pytest -q",
 }

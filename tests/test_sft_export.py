@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,14 @@ from conftest import SPIDER, spider_eval_args
 from test_pipelines_eval import SpiderResponder
 
 from macsql.cli.main import main
-from macsql.evals.eval_sets import QuoteFinder
+from macsql.evals.eval_sets import (
+    EvaluationSets,
+    evaluation_files_in,
+    find_evaluation_files,
+    normalise_question,
+)
 from macsql.evals.sft_export import ExportOptions, export_sft
-from macsql.evals.sft_formats import alpaca, chat, sharegpt
+from macsql.evals.sft_formats import alpaca, chat, openai, prompt_completion, sharegpt
 from macsql.testing.scripted import ScriptedOpenAIServer
 
 N = 60
@@ -142,9 +149,7 @@ def teacher_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _export(run: Path, out: Path, *options: str) -> tuple[int, dict[str, Any] | None]:
-    code = main(
-        ["export-sft", str(run), "--out", str(out), "--tokenizer", "tiktoken:nonesuch", *options]
-    )
+    code = main(["export-sft", str(run), "--out", str(out), *options])
     stats_path = out.with_suffix("").with_name(out.stem + ".stats.json")
     stats = json.loads(stats_path.read_text()) if code == 0 else None
     return code, stats
@@ -244,9 +249,11 @@ def test_export_keeps_and_drops_what_the_rules_say(
         "selector_missed_gold_table": 2,
     }
     assert stats["dropped"]["sql_not_final"]["share"] == round(6 / 72, 4)
-    # Every kept prompt was checked against Spider dev (bar the 6 questions train repeats).
-    assert stats["eval_sets_checked"] == [str(SPIDER / "dev.json")]
-    assert stats["eval_questions_checked"] == 1034 - 6
+    # Every sample was checked against Spider dev's databases and questions.
+    dev = json.loads((SPIDER / "dev.json").read_text())
+    assert stats["eval_sets_checked"] == [str((SPIDER / "dev.json").resolve())]
+    assert stats["eval_databases"] == sorted({r["db_id"] for r in dev})
+    assert stats["eval_questions_checked"] == len({normalise_question(r["question"]) for r in dev})
     samples = _lines(tmp_path / "sft.jsonl")
     assert len(samples) == 58
     replies = [s["messages"][-1]["content"] for s in samples]
@@ -262,7 +269,7 @@ def test_export_keeps_and_drops_what_the_rules_say(
     assert {
         json.loads(s["messages"][-1]["content"].strip("`json\n"))["Courses"] for s in selector
     } == {"keep_all"}
-    assert "Tokens not counted" in (tmp_path / "sft.stats.md").read_text()
+    assert "estimated as ceil(UTF-8 bytes / 3)" in (tmp_path / "sft.stats.md").read_text()
     assert SECRET not in (tmp_path / "sft.jsonl").read_text()
 
 
@@ -286,7 +293,7 @@ def test_agents_filter(teacher_run: dict[str, Any], tmp_path: Path) -> None:
     assert stats["dropped"]["agent_not_selected"]["count"] == 64
 
 
-@pytest.mark.parametrize("fmt", ["chat", "sharegpt", "alpaca"])
+@pytest.mark.parametrize("fmt", ["chat", "sharegpt", "alpaca", "prompt-completion", "openai"])
 def test_each_format_parses_with_roles_in_order(
     teacher_run: dict[str, Any], tmp_path: Path, fmt: str
 ) -> None:
@@ -295,12 +302,19 @@ def test_each_format_parses_with_roles_in_order(
     assert code == 0
     samples = _lines(out)
     assert len(samples) == 58
-    traced = {c["reply"] for t in _lines(teacher_run["out"] / "traces.jsonl") for c in t["calls"]}
-    for sample in samples:
-        if fmt == "chat":
+    traces = {t["index"]: t for t in _lines(teacher_run["out"] / "traces.jsonl")}
+    results = {r["index"]: r for r in _lines(teacher_run["out"] / "results.jsonl")}
+    traced = {c["reply"] for t in traces.values() for c in t["calls"]}
+    metadata = (
+        _lines(tmp_path / "openai.metadata.jsonl")
+        if fmt == "openai"
+        else [s.pop("metadata") for s in samples]
+    )
+    assert len(metadata) == len(samples)
+    for sample, meta in zip(samples, metadata, strict=True):
+        if fmt in ("chat", "openai"):
             assert list(sample) == ["messages"]
-            roles = [m["role"] for m in sample["messages"]]
-            assert roles == ["user", "assistant"]
+            assert [m["role"] for m in sample["messages"]] == ["user", "assistant"]
             reply, prompt = sample["messages"][-1]["content"], sample["messages"][0]["content"]
         elif fmt == "sharegpt":
             assert list(sample) == ["conversations"]
@@ -309,10 +323,21 @@ def test_each_format_parses_with_roles_in_order(
                 sample["conversations"][-1]["value"],
                 sample["conversations"][0]["value"],
             )
-        else:
+        elif fmt == "alpaca":
             assert set(sample) == {"instruction", "input", "output"} and sample["input"] == ""
             reply, prompt = sample["output"], sample["instruction"]
+        else:
+            assert list(sample) == ["prompt", "completion"]
+            assert [m["role"] for m in sample["prompt"]] == ["user"]
+            assert [m["role"] for m in sample["completion"]] == ["assistant"]
+            reply, prompt = sample["completion"][0]["content"], sample["prompt"][0]["content"]
         assert reply in traced and prompt.startswith("You are the ")
+        # The metadata names the call the sample came from.
+        item = results[meta["item"]]
+        assert meta["db_id"] == item["db_id"] and meta["dataset"] == "spider"
+        assert meta["difficulty"] == item["level"] and meta["split"] == "train"
+        call = next(c for c in traces[meta["item"]]["calls"] if c["reply"] == reply)
+        assert call["agent"] == meta["agent"] and meta["relabelled"] is False
 
 
 def test_validation_split_shares_no_database(teacher_run: dict[str, Any], tmp_path: Path) -> None:
@@ -354,25 +379,39 @@ def test_a_run_over_an_evaluation_set_is_refused(
     assert not (tmp_path / "sft.jsonl").exists()
 
 
-def test_a_prompt_quoting_an_evaluation_question_is_refused(
-    teacher_run: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_samples_quoting_or_about_evaluation_data_are_dropped_not_refused(
+    teacher_run: dict[str, Any], tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    for name in ("run.json", "results.jsonl"):
-        (run / name).write_text((teacher_run["out"] / name).read_text())
-    dev_question = json.loads((SPIDER / "dev.json").read_text())[0]["question"]
+    (run / "run.json").write_text((teacher_run["out"] / "run.json").read_text())
+    dev = json.loads((SPIDER / "dev.json").read_text())
     traces = _lines(teacher_run["out"] / "traces.jsonl")
-    call = next(t for t in traces if t["index"] == 0)["calls"][0]  # a kept Decomposer call
-    # A demonstration taken from Spider dev, as the official Decomposer prompt had.
-    call["messages"][0]["content"] += f"\nExample.\n[Question] {dev_question.upper()}\n"
+    results = _lines(teacher_run["out"] / "results.jsonl")
+    by_index = {t["index"]: t for t in traces}
+    # Item 0's Decomposer prompt gets a demonstration taken from Spider dev, as the official
+    # Decomposer prompt had; item 2 is moved onto a dev database (a train run over dev
+    # databases); item 4's question is a dev question (a dev item pasted into a train file).
+    by_index[0]["calls"][0]["messages"][0]["content"] += (
+        f"\nExample.\n[Question] {dev[0]['question'].upper()}\n"
+    )
+    for record in results:
+        if record["index"] == 2:
+            record["db_id"] = by_index[2]["db_id"] = dev[0]["db_id"]
+        if record["index"] == 4:
+            record["question"] = by_index[4]["question"] = f"  {dev[5]['question'].lower()} "
     (run / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
-    code, _ = _export(run, tmp_path / "sft.jsonl")
-    err = capsys.readouterr().err
-    assert code == 2 and "quote questions of an evaluation set" in err and dev_question in err
-    assert not (tmp_path / "sft.jsonl").exists()
-    # The untouched run exports.
-    assert _export(teacher_run["out"], tmp_path / "ok.jsonl")[0] == 0
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    code, stats = _export(run, tmp_path / "sft.jsonl", "--format", "prompt-completion")
+    assert code == 0 and stats is not None
+    dropped = {k: v["count"] for k, v in stats["dropped"].items()}
+    assert dropped["eval_question_quoted"] == 1
+    assert dropped["eval_database"] == 1 and dropped["eval_question"] == 1
+    assert stats["samples"] == 58 - 3
+    kept = _lines(tmp_path / "sft.jsonl")
+    assert {line["metadata"]["item"] for line in kept}.isdisjoint({0, 2, 4})
+    dev_dbs = {r["db_id"] for r in dev}
+    assert not any(line["metadata"]["db_id"] in dev_dbs for line in kept)
 
 
 def test_bad_options_are_clear_errors(
@@ -432,19 +471,38 @@ def test_sqlfix_and_r3_runs_export_their_agents(
     assert all(s["conversations"][-1]["value"] in replies for s in samples)
 
 
-def test_quotes_are_found_on_words_and_training_questions_are_exempt() -> None:
-    finder = QuoteFinder(
-        {"dev.json": ["How many flights do we have?", "What is the total number of singers?"]},
-        allowed=["How many flights do we have?"],  # the training file has it too
-    )
-    assert finder.find("[Question] How many flights do we have?") is None
-    quote = finder.find('Example: "what is the TOTAL\nnumber of singers" -> SELECT count(*) ...')
-    assert quote is not None and quote.question == "What is the total number of singers?"
-    assert finder.find("What is the total number of songs?") is None
+def test_leak_guard_matches_whole_questions_never_substrings() -> None:
+    """One rule over generated inputs: a prompt line that is an evaluation question, whatever
+    its case, punctuation, spacing or label, is a quote; a question that only contains one (a
+    longer train question) is not, and neither is a question missing a word."""
+    dev = [r["question"] for r in json.loads((SPIDER / "dev.json").read_text())]
+    sets = EvaluationSets.load([SPIDER / "dev.json"])
+    rng = random.Random(29)
+    labels = ["[Question] ", "Question: ", "Q1: ", "- ", "", "    "]
+    for question in rng.sample(dev, 200):
+        if len(question.split()) < 3:
+            continue
+        noisy = "".join(c.upper() if rng.random() < 0.3 else c for c in question)
+        noisy = noisy.rstrip("?.") + rng.choice(["?", " ?", "", "."])
+        line = rng.choice(labels) + noisy
+        assert sets.quoted_question([f"schema...\n{line}\nSQL"]) == line.strip(), line
+        assert sets.has_question(noisy)
+        longer = question.rstrip("?.") + " in total?"
+        if normalise_question(longer) not in sets.questions:
+            assert sets.quoted_question([f"[Question] {longer}"]) is None, longer
+            assert not sets.has_question(longer)
+        words = question.split()
+        shorter = " ".join(words[:-1])
+        if normalise_question(shorter) not in sets.questions:
+            assert sets.quoted_question([f"[Question] {shorter}"]) is None
+    # The case from the issue: a train question that contains a dev question.
+    assert sets.has_question("How many courses are there?")
+    assert not sets.has_question("How many courses are there in total?")
 
 
 def test_formats_of_a_conversation_with_a_system_prompt() -> None:
-    """R^3's writer converses and its reviewers have a system prompt: every layout keeps it."""
+    """R^3's writer converses and its reviewers have a system prompt: every layout keeps it,
+    and the earlier assistant turn is never a training target."""
     messages = [
         {"role": "system", "content": "You review SQL."},
         {"role": "user", "content": "task"},
@@ -452,7 +510,10 @@ def test_formats_of_a_conversation_with_a_system_prompt() -> None:
         {"role": "user", "content": "error: no such column"},
         {"role": "assistant", "content": "fixed"},
     ]
-    assert chat(messages) == {"messages": messages}
+    weighted = [*messages[:2], {**messages[2], "weight": 0}, *messages[3:]]
+    assert chat(messages) == {"messages": weighted}
+    assert openai(messages, {"agent": "writer"}) == {"messages": weighted}
+    assert chat(messages, {"agent": "writer"})["metadata"] == {"agent": "writer"}
     assert [t["from"] for t in sharegpt(messages)["conversations"]] == [
         "system", "human", "gpt", "human", "gpt",
     ]  # fmt: skip
@@ -463,3 +524,200 @@ def test_formats_of_a_conversation_with_a_system_prompt() -> None:
         "system": "You review SQL.",
         "history": [["task", "draft"]],
     }
+    assert prompt_completion(messages) == {"prompt": messages[:-1], "completion": messages[-1:]}
+
+
+# --- the recipe: provenance, card, layouts, mixing, repairs -------------------------------------
+
+
+def test_run_records_what_produced_its_prompts(teacher_run: dict[str, Any]) -> None:
+    run = json.loads((teacher_run["out"] / "run.json").read_text())
+    [record] = run["provenance"]
+    assert record["macsql_version"] == metadata.version("macsql")
+    assert record["git_commit"] is None or len(record["git_commit"]) == 40
+    assert record["teacher_model"] == "openai:scripted"
+    assert record["agent_models"]["decomposer"] == "openai:scripted"
+    settings = record["prompt_settings"]
+    assert settings["dataset_style"] == "spider" and settings["schema_linking"] is True
+    assert "num_value_examples" in settings and "max_try_times" in settings
+    assert not {"api_key", "base_url", "model", "model_timeout"} & set(settings)
+    assert len(record["prompt_templates_sha256"]) == 64
+    assert SECRET not in json.dumps(record)
+
+
+def test_every_layout_loads_with_its_card_and_dataset_info(
+    teacher_run: dict[str, Any], tmp_path: Path
+) -> None:
+    # The train extra's `datasets`: required under CI, else the test skips.
+    if os.environ.get("CI") == "true":
+        import datasets
+    else:
+        datasets = pytest.importorskip("datasets")
+    out = tmp_path / "data" / "sft.jsonl"
+    code, stats = _export(teacher_run["out"], out, "--format", "all", "--split-by-db", "0.1")
+    assert code == 0 and stats is not None
+    folder = out.parent
+    files = sorted(folder.glob("*.jsonl"))
+    assert len(files) == 5 * 2 + 2  # train and validation per layout, openai's metadata files
+    for path in files:
+        loaded = datasets.load_dataset(
+            "json", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache")
+        )
+        split = "validation" if ".val." in path.name else "train"
+        assert len(loaded) == stats[split], path.name
+    # The card's configs load each layout's two splits by name.
+    for fmt in ("chat", "prompt-completion", "openai", "alpaca", "sharegpt"):
+        both = datasets.load_dataset(str(folder), fmt, cache_dir=str(tmp_path / "cache"))
+        assert {k: len(v) for k, v in both.items()} == {
+            "train": stats["train"],
+            "validation": stats["validation"],
+        }
+    card = (folder / "README.md").read_text()
+    run = json.loads((teacher_run["out"] / "run.json").read_text())
+    commit = run["provenance"][0]["git_commit"] or "unknown"
+    assert card.startswith("---\nlicense: cc-by-sa-4.0\n")
+    assert f"commit `{commit}`" in card and "`openai:scripted`" in card
+    assert '"dataset_style": "spider"' in card and "CC BY-SA 4.0" in card
+    assert f"| decomposer | {stats['per_agent']['decomposer']['samples']} |" in card
+    assert "| train |" in card and "p95" in card
+    info = json.loads((folder / "dataset_info.json").read_text())
+    assert set(info) == {
+        f"macsql_sft_{f}{v}" for f in ("chat", "openai", "sharegpt", "alpaca") for v in ("", "_val")
+    }
+    for entry in info.values():
+        assert (folder / entry["file_name"]).is_file()
+    assert info["macsql_sft_chat"]["tags"]["role_tag"] == "role"
+    assert info["macsql_sft_alpaca"]["columns"]["response"] == "output"
+
+
+def test_one_split_by_database_whatever_the_filters(
+    teacher_run: dict[str, Any], tmp_path: Path
+) -> None:
+    variants = [
+        ("decomposer", ["--agents", "decomposer"]),
+        ("refiner", ["--agents", "refiner"]),
+        ("ratio", ["--agent-ratio", "decomposer=0.5"]),
+        ("short", ["--max-tokens", "1500"]),
+    ]
+    sides: dict[str, tuple[set[str], set[str]]] = {}
+    for name, extra in variants:
+        out = tmp_path / f"{name}.jsonl"
+        code, stats = _export(teacher_run["out"], out, "--split-by-db", "0.3", *extra)
+        assert code == 0 and stats is not None
+        train = {line["metadata"]["db_id"] for line in _lines(out)}
+        validation = {line["metadata"]["db_id"] for line in _lines(tmp_path / f"{name}.val.jsonl")}
+        sides[name] = (train, validation)
+    all_train = set().union(*(t for t, _ in sides.values()))
+    all_validation = set().union(*(v for _, v in sides.values()))
+    assert all_validation and not all_train & all_validation  # merged files stay apart
+
+
+def test_agent_ratio_is_seeded_and_the_same_in_every_export(
+    teacher_run: dict[str, Any], tmp_path: Path
+) -> None:
+    def kept(name: str, *extra: str) -> set[tuple[int, str]]:
+        out = tmp_path / f"{name}.jsonl"
+        code, stats = _export(teacher_run["out"], out, "--agent-ratio", "decomposer=0.5", *extra)
+        assert code == 0 and stats is not None
+        lines = [line["metadata"] for line in _lines(out)]
+        assert stats["dropped"]["downsampled"]["count"] == 50 - sum(
+            m["agent"] == "decomposer" for m in lines
+        )
+        return {(m["item"], m["agent"]) for m in lines if m["agent"] == "decomposer"}
+
+    first = kept("a")
+    assert 15 <= len(first) <= 35  # about half of the 50 Decomposer samples
+    assert kept("b", "--agents", "decomposer", "refiner") == first
+    assert kept("c", "--seed", "1") != first
+
+
+def test_max_tokens_drops_and_counts(teacher_run: dict[str, Any], tmp_path: Path) -> None:
+    def words(text: str) -> int:
+        return len(text.split())
+
+    full = export_sft(
+        ExportOptions(str(teacher_run["out"]), str(tmp_path / "all.jsonl")), count_tokens=words
+    )
+    lengths = sorted(s.tokens for s in full.train)
+    limit = lengths[len(lengths) // 2]
+    short = export_sft(
+        ExportOptions(str(teacher_run["out"]), str(tmp_path / "short.jsonl"), max_tokens=limit),
+        count_tokens=words,
+    )
+    longer = sum(1 for n in lengths if n > limit)
+    assert longer > 0 and short.stats["dropped"]["too_long"]["count"] == longer
+    assert len(short.train) == len(full.train) - longer
+    assert all(s.tokens <= limit for s in short.train)
+    # Every message's content counts, the prompt and the reply.
+    sample = short.train[0]
+    assert sample.tokens == sum(words(m["content"]) for m in sample.messages)
+
+
+def test_repairs_as_data(teacher_run: dict[str, Any], tmp_path: Path) -> None:
+    code, stats = _export(teacher_run["out"], tmp_path / "r.jsonl", "--repairs-as-data")
+    assert code == 0 and stats is not None
+    assert stats["relabelled"] == len(REPAIRED) and "sql_not_final" not in stats["dropped"]
+    lines = _lines(tmp_path / "r.jsonl")
+    gold = [item["query"] for item in _train()]
+    relabelled = [line for line in lines if line["metadata"]["relabelled"]]
+    assert {line["metadata"]["item"] for line in relabelled} == REPAIRED
+    for line in relabelled:
+        reply = line["messages"][-1]["content"]
+        assert line["metadata"]["agent"] == "decomposer"
+        assert gold[line["metadata"]["item"]].rstrip(";") in reply and BROKEN not in reply
+        assert reply.startswith("Sub question 1: the answer\nSQL\n```sql\n")
+    # Off by default: the drafts are dropped as before.
+    _, default = _export(teacher_run["out"], tmp_path / "d.jsonl")
+    assert default is not None and default["dropped"]["sql_not_final"]["count"] == len(REPAIRED)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--agent-ratio", "selector=2"], "a share in (0, 1]"),
+        (["--agent-ratio", "nobody=0.5"], "AGENT=SHARE pairs"),
+        (["--max-tokens", "0"], "--max-tokens takes a positive number"),
+        (["--tokenizer", "tiktoken:nonesuch"], "cannot load tokenizer"),
+        (["--eval-set", "/nonexistent/dev.json"], "no such evaluation set"),
+    ],
+)
+def test_bad_mix_options_are_clear_errors(
+    teacher_run: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    message: str,
+) -> None:
+    code, _ = _export(teacher_run["out"], tmp_path / "sft.jsonl", *options)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+    assert not (tmp_path / "sft.jsonl").exists()
+
+
+def test_bird_evaluation_folders_are_found_beside_the_training_folder(tmp_path: Path) -> None:
+    """BIRD's release puts train and dev in sibling folders; dev's databases and questions
+    are found from the train folder, and a dev folder can be named with --eval-set."""
+    root = tmp_path / "bird"
+    train, dev, other = root / "train", root / "dev_20240627", root / "notes"
+    for folder in (train / "train_databases" / "books", dev / "dev_databases" / "card_games"):
+        folder.mkdir(parents=True)
+    other.mkdir()
+    (other / "dev.json").write_text("[]")  # not BIRD's layout: no tables, no databases
+    (train / "train.json").write_text(json.dumps([{"db_id": "books", "question": "a b c"}]))
+    question = {"db_id": "formula_1", "question": "Which driver won the most races?"}
+    (dev / "dev.json").write_text(json.dumps([question]))
+    (dev / "dev_tables.json").write_text(json.dumps([{"db_id": "superhero"}]))
+    found = find_evaluation_files("bird", train)
+    assert found == [dev / "dev.json", dev / "dev_tables.json", dev / "dev_databases"]
+    sets = EvaluationSets.load(found)
+    assert sets.databases == {"formula_1", "superhero", "card_games"}
+    assert sets.has_question("which driver WON the most races")
+    assert EvaluationSets.load(evaluation_files_in(dev)).databases == sets.databases
+    assert find_evaluation_files("spider", train) == []  # Spider keeps dev beside train
+    # Spider's test release lists every database, train ones too, in test_tables.json and
+    # test_database/: only its questions are evaluation data.
+    spider = tmp_path / "spider"
+    (spider / "test_database" / "farm").mkdir(parents=True)
+    (spider / "test_tables.json").write_text(json.dumps([{"db_id": "farm"}]))
+    (spider / "test.json").write_text(json.dumps([{"db_id": "wta_2", "question": "x y z"}]))
+    assert EvaluationSets.load(find_evaluation_files("spider", spider)).databases == {"wta_2"}

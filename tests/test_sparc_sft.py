@@ -74,9 +74,14 @@ def sparc(tmp_path: Path) -> Path:
     root = write_layout(tmp_path / "sparc", TRAIN, name="train.json")
     (root / "database" / "concert").mkdir(parents=True)
     shutil.copy(concert_db(), root / "database" / "concert" / "concert.sqlite")
+    # SParC's dev databases are not its train databases: the dev run asks a copy of the shop.
+    (root / "database" / "store").mkdir(parents=True)
+    shutil.copy(
+        root / "database" / "shop" / "shop.sqlite", root / "database" / "store" / "store.sqlite"
+    )
     dev = [
         {
-            "database_id": "shop",
+            "database_id": "store",
             "interaction": [
                 {"utterance": "What is the priciest item?", "query": "SELECT max(price) FROM items"}
             ],
