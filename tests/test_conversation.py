@@ -257,19 +257,29 @@ def test_a_follow_up_on_the_previous_sql_shows_it_to_every_pipelines_writer(
 
 
 @pytest.mark.needs_data("spider")
-def test_an_unreachable_rewriter_leaves_the_question_as_asked(tmp_path: Any) -> None:
+def test_an_unreachable_rewriter_gives_the_writer_the_previous_question_and_sql(
+    tmp_path: Any,
+) -> None:
+    # No rewrite to use: never the bare follow-up alone (issue 24), and the output says so.
+    earlier = {"question": ASKED[0], "sql": SQL[ASKED[0]]}
+
     def failing_rewriter(prompt: str) -> str | int:
-        return 503 if prompt.startswith(REWRITER) else respond(prompt)
+        if prompt.startswith(REWRITER):
+            return 503
+        asked = prompt.rsplit("[Question]", 1)[1]
+        assert ASKED[0] in asked and SQL[ASKED[0]] in asked  # the earlier turn, with its SQL
+        return f"```sql\n{SQL[STANDALONE[ASKED[1]][0]]}\n```"
 
     with ScriptedOpenAIServer(failing_rewriter) as server:
         out = get_pipeline("macsql").invoke(
-            {
-                "question": ASKED[0],
-                "db": CONCERT,
-                "turns": [{"question": "How many singers are there?", "sql": "SELECT 1"}],
-            },
+            {"question": ASKED[1], "db": CONCERT, "turns": [earlier]},
             context=_context(server, model_max_retries=0),
         )
-    assert out["standalone_question"] == ASKED[0]
-    assert out["status"] == "ok" and out["rows"] == ROWS[0]
+    assert out["standalone_question"].startswith(ASKED[1])
+    assert ASKED[0] in out["standalone_question"]
+    assert out["status"] == "ok" and out["rows"] == ROWS[1]
     assert out["usage"]["contextualizer"]["calls"] == 1
+    assert [(f["agent"], f["kind"]) for f in out["fallbacks"]] == [
+        ("contextualizer", "unreadable_reply")
+    ]
+    assert "the rewriter failed" in out["fallbacks"][0]["detail"]

@@ -22,7 +22,7 @@ from macsql.graph.macsql_graph import graph
 from macsql.llm.calls import call_model
 from macsql.llm.openai_client import ReasoningChatOpenAI
 from macsql.llm.settings import ModelSettings
-from macsql.llm.structured import forget_rejections
+from macsql.llm.structured import StructuredRun
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.reply_schemas import SqlAnswer
 from macsql.tools.scripted import ScriptedOpenAIServer, ScriptedReply
@@ -30,11 +30,6 @@ from macsql.tools.scripted import ScriptedOpenAIServer, ScriptedReply
 CONCERT = str(spider_db("concert_singer"))
 FINAL = "SELECT count(*) FROM singer"
 DRAFT = "SELECT count(*) FROM concert"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_refusals() -> None:
-    forget_rejections()
 
 
 def _settings(server: ScriptedOpenAIServer, **extra: Any) -> ModelSettings:
@@ -192,11 +187,12 @@ def test_structured_output_when_supported_and_its_refusal_said_once(
     assert answered.structured == {"reasoning": "r", "sql": FINAL}
 
     replies = [{"reasoning": "r", "sql": FINAL}] * 2
+    run = StructuredRun()  # one run: the refusal is remembered and said once
     with ScriptedOpenAIServer(replies, reject_structured=True) as server:
         settings = _settings(server)
         with caplog.at_level(logging.WARNING, logger="macsql"):
-            first = call_model(settings, "decomposer", "q", schema=SqlAnswer)
-            second = call_model(settings, "decomposer", "q", schema=SqlAnswer)
+            first = call_model(settings, "decomposer", "q", schema=SqlAnswer, structured_run=run)
+            second = call_model(settings, "decomposer", "q", schema=SqlAnswer, structured_run=run)
         refused = [b for b in server.bodies if b.get("response_format") or b.get("tools")]
     assert len(refused) == 1 and server.requests == 3  # one refusal, then text twice
     assert first.structured is None and FINAL in first.text

@@ -24,7 +24,6 @@ from conftest import SPIDER, spider_eval_args
 from sqlglot import exp
 
 from macsql.cli.main import main
-from macsql.llm.structured import forget_rejections
 from macsql.tools.scripted import Reply, ScriptedOpenAIServer, ScriptedReply
 
 pytestmark = pytest.mark.skipif(
@@ -189,7 +188,6 @@ def _eval(
     *options: str,
     reject_structured: bool = False,
 ) -> dict[str, Any]:
-    forget_rejections()
     out = tmp_path / pipeline
     with ScriptedOpenAIServer(responder, reject_structured=reject_structured) as server:
         code = main(
