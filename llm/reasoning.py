@@ -54,19 +54,20 @@ def split_channels(text: str) -> tuple[str, str]:
             return (_strip_special(text), "") if "<" in text else (text, "")
         return flattened.group(2).strip(), flattened.group(1).strip()
     starts = list(_CHANNEL.finditer(text))
-    messages: list[tuple[str, str]] = []
-    before = text[: starts[0].start()] if starts else text
+    # (channel, text): each message, and the text outside any message (channel "").
+    parts: list[tuple[str, str]] = [("", text[: starts[0].start()] if starts else text)]
     for i, start in enumerate(starts):
         limit = starts[i + 1].start() if i + 1 < len(starts) else len(text)
         end = _MESSAGE_END.search(text, start.end(), limit)
-        messages.append((start.group(1).lower(), text[start.end() : end.start() if end else limit]))
-    finals = [body for channel, body in messages if channel == "final"]
-    if finals:
-        answer = "\n\n".join(finals)
-        thoughts = [before, *(body for channel, body in messages if channel != "final")]
+        stop = end.start() if end else limit
+        parts.append((start.group(1).lower(), text[start.end() : stop]))
+        parts.append(("", text[stop:limit]))
+    if any(channel == "final" for channel, _ in parts):
+        answer = "\n\n".join(body for channel, body in parts if channel == "final")
+        thoughts = [body for channel, body in parts if channel != "final"]
     else:
-        answer = "\n\n".join([before, *(b for c, b in messages if c not in _REASONING_CHANNELS)])
-        thoughts = [b for c, b in messages if c in _REASONING_CHANNELS]
+        answer = "\n\n".join(b for c, b in parts if c not in _REASONING_CHANNELS)
+        thoughts = [b for c, b in parts if c in _REASONING_CHANNELS]
     reasoning = "\n\n".join(t for t in (_strip_special(t).strip() for t in thoughts) if t)
     return _strip_special(answer).strip(), reasoning
 

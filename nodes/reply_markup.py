@@ -111,8 +111,19 @@ _TAG = re.compile(r"<(/?)([A-Za-z][\w:.-]{0,40})\s*(/?)>")
 
 
 def tag_marks(text: str) -> list[re.Match[str]]:
-    """Every opening or closing tag (without attributes: `<b AND c>` in SQL is not one)."""
-    return [m for m in _TAG.finditer(text) if not m.group(3)]
+    """Every opening or closing tag (without attributes: `<b AND c>` in SQL is not one). An
+    opening tag right after a word, a quote or `%` is data (`x<y>z`, `LIKE '%<humor>%'`)."""
+    return [
+        m
+        for m in _TAG.finditer(text)
+        if not m.group(3)
+        and (m.group(1) or m.start() == 0 or text[m.start() - 1] not in _BEFORE_DATA)
+    ]
+
+
+_BEFORE_DATA = frozenset("'\"%`_") | frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+)
 
 
 def tag_pairs(marks: list[re.Match[str]]) -> list[Tag]:

@@ -62,12 +62,15 @@ def read_rewrite(reply: str) -> Rewrite:
     labelled: list[tuple[str, str, int]] = []  # (label, value, line index)
     for index, line in enumerate(lines):
         match = _LABEL.match(structure_text(line))
-        if match is None or len(match.group("label").split()) > 8:
+        if match is not None and len(match.group("label").split()) <= 8:
+            label, value = match.group("label"), line[match.start("value") :].strip()
+        elif _is_question_label(line) and len(line.split()) <= 4 and "?" not in line:
+            label, value = line, ""  # a heading ("### Standalone question") over its value
+        else:
             continue
-        value = line[match.start("value") :].strip()
         if not value:  # the value is on the next line
             value = next((n for n in lines[index + 1 :] if n.strip()), "")
-        labelled.append((match.group("label"), value, index))
+        labelled.append((label, value, index))
     builds = _builds(labelled)
     asked = [v for label, v, _ in labelled if _is_question_label(label)]
     if asked:

@@ -308,12 +308,15 @@ def _rank(answer: str, layout: _Layout, found: list[_Candidate]) -> None:
         if candidate.source == "json" and candidate.cue.rank != Rank.PLAIN:
             own = candidate.cue  # the key says what the value is
         else:
-            intro = intro_of(layout.text[previous_end:start]) if start >= previous_end else None
-            if intro is None and start >= previous_end and previous_end > 0:
-                own = previous_cue  # nothing between two queries: the second is like the first
+            gap = layout.text[previous_end:start] if start >= previous_end else ""
+            intro = intro_of(gap) if gap else None
+            if intro is None and gap and previous_end > 0 and "</" not in gap:
+                # Nothing between two queries: the second is introduced like the first (unless
+                # the first one's tag closed in between).
+                own = previous_cue
             else:
                 own = (cue_in(intro) if intro else None) or _enclosing_cue(layout, start) or PLAIN
-        if candidate.statement and own.rank != Rank.DEMOTED:
+        if candidate.statement:  # echoed DDL, a write: never the answer while a query is
             own = Cue(Rank.DEMOTED, "statement", "")
         candidate.cue = own
         previous_cue = own if not candidate.statement else previous_cue
@@ -372,17 +375,18 @@ def _text_candidates(
     whose content is code, and in the prose itself."""
     text = layout.text
     out: list[_Candidate] = []
-    inline = inline_spans(text, start, end)
-    for a, b in inline:
+    covered: list[tuple[int, int]] = []
+    for a, b in inline_spans(text, start, end):
         if _STATEMENT_START.match(text, a) is None:
             continue
         sql = sql_text(answer[a:b]).strip().rstrip(";").strip()
         parsed = _parsed(sql, dialect)
         # Inline code in an explanation quotes fragments ("`SELECT T1.name` picks the names"):
-        # it counts as a query only when it reads like one, as in prose.
+        # it counts as a query only when it reads like one, as in prose. One that does not
+        # parse may be a query with `quoted names` in it, read from the text instead.
         if parsed.statement and parsed.clean and (parsed.plausible or not parsed.query):
             out.append(_Candidate(a, sql, b, PLAIN, statement=not parsed.query, source="inline"))
-    covered = list(inline)
+            covered.append((a, b))
     bounds = [m for m in layout.marks if start < m < end]
     edges = [start, *bounds, end]
     for a, b in pairwise(edges):
@@ -460,16 +464,11 @@ def _query_at(answer: str, start: int, limit: int, dialect: str) -> tuple[str, i
 def _tokenizable_prefix(sql: str, dialect: str) -> int | None:
     """The end of the longest prefix, cut at a `;` or a line end, that sqlglot can tokenize:
     prose after a query (an apostrophe opens a string that never closes) stops the tokenizer."""
-    best = None
-    for end in sorted({m.start() for m in re.finditer(r"[;\n]", sql)}):
-        if not _parsed(sql[:end].rstrip(), dialect).untokenized:
-            best = end
-        elif best is not None:
-            break
-    return best
+    ends = sorted({m.start() for m in re.finditer(r"[;\n`]", sql)}, reverse=True)
+    return next((e for e in ends if not _parsed(sql[:e].rstrip(), dialect).untokenized), None)
 
 
-_BREAK = re.compile(r"[.!?](?=\s|$)|\n|,\s|\s[—–-]{1,2}\s|\s\(")
+_BREAK = re.compile(r"[.!?](?=\s|$)|\n|,\s|\s[—–-]{1,2}\s|\s\(|`")
 
 
 def _last_break(sql: str) -> int | None:
@@ -645,18 +644,20 @@ def _prose_start(tokens: list[Token]) -> int | None:
     not how SQL is written; a sentence after the query is)."""
     from sqlglot.tokens import TokenType
 
-    term_ends = _term_ends()
+    expecting = _expecting()
     previous = None
     for token in tokens:
         kind = token.token_type
         if kind == TokenType.VAR and token.text.lower() in _PROSE_WORDS:
             return token.start
         if (
-            kind in (TokenType.VAR, TokenType.STAR)  # a word, or markdown (**Note:**)
-            and previous is not None
+            previous is not None
             and token.line > previous.line
-            and previous.token_type in term_ends
+            and previous.token_type not in expecting
+            and (kind in (TokenType.VAR, TokenType.STAR) or token.text.istitle())
         ):
+            # A line that opens with a bare word, markdown (**Note:**) or a capitalised word
+            # ("Schema:", "This ...") after a complete term starts a sentence, not a clause.
             return token.start
         previous = token
     return None
@@ -691,14 +692,20 @@ _NAMED_STATEMENTS = frozenset(
 
 
 @lru_cache(maxsize=1)
-def _term_ends() -> frozenset[Any]:
-    """The tokens a term ends with: a bare word right after one, on a new line, is prose."""
+def _expecting() -> frozenset[Any]:
+    """Tokens after which SQL must go on (a comma, an operator, a keyword such as FROM or AND):
+    a word on the next line continues the query. After any other token the query may be
+    complete, and a new line that opens like a sentence is prose."""
     from sqlglot.tokens import TokenType
 
-    return frozenset(
-        {TokenType.VAR, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.STRING,
-         TokenType.R_PAREN, TokenType.STAR}
-    )  # fmt: skip
+    names = (
+        "COMMA L_PAREN DOT EQ NEQ GT GTE LT LTE PLUS DASH STAR SLASH MOD DPIPE PIPE AMP CARET "
+        "SELECT FROM WHERE AND OR NOT ON JOIN ALIAS IN IS LIKE ILIKE BETWEEN WHEN THEN ELSE CASE "
+        "HAVING DISTINCT UNION INTERSECT EXCEPT ALL WITH USING INNER LEFT RIGHT FULL OUTER CROSS "
+        "NATURAL GROUP_BY ORDER_BY LIMIT OFFSET VALUES INTO SET PARTITION_BY OVER SEMI ANTI "
+        "EXISTS ANY SOME ESCAPE COLLATE FILTER WINDOW QUALIFY"
+    )
+    return frozenset(getattr(TokenType, n) for n in names.split() if hasattr(TokenType, n))
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
@@ -732,7 +739,7 @@ def _statements(text: str, dialect: str) -> tuple[tuple[str, int], ...] | None:
 def _bare_words_in_select(tokens: list[Token]) -> bool:
     from sqlglot.tokens import TokenType
 
-    depth, in_select, previous = 0, False, None
+    depth, in_select, previous, before = 0, False, None, None
     for token in tokens:
         kind = token.token_type
         depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
@@ -740,9 +747,14 @@ def _bare_words_in_select(tokens: list[Token]) -> bool:
             in_select = True
         elif depth == 0 and kind == TokenType.FROM:
             in_select = False
-        elif in_select and kind == TokenType.VAR and previous == TokenType.VAR:
+        elif (
+            in_select
+            and kind == TokenType.VAR
+            and previous == TokenType.VAR
+            and before != TokenType.DOT  # `T2.birthday age`: a column and its alias
+        ):
             return True
-        previous = kind
+        previous, before = kind, previous
     return False
 
 

@@ -200,3 +200,185 @@ def _with_reasoning(rng: random.Random, answer: str) -> str:
             f"<|start|>assistant<|channel|>final<|message|>{answer}<|return|>"
         )
     return answer
+
+
+# --------------------------------------------------------------------------- the rewriter
+
+QUESTIONS = [
+    "What is the minimum age of the singers from France?",
+    "How many concerts were held in 2014 or 2015?",
+    "Show the name and capacity of the stadium with the most concerts.",
+    "List the singer_id and name of every singer older than 30",
+    "What is the ratio: wins to losses for each team?",
+    "Which “classic” albums sold over 1,000 copies?",
+    "北京的歌手有多少位？",
+    "¿Cuántos cantantes hay en Francia?",
+]
+REWRITE_INTROS = [
+    "",
+    "Sure! Here is the standalone question:\n\n",
+    "Voici la question reformulée :\n",
+    "Here it is:\n",
+    "The rewritten question follows.\n\n",
+]
+
+
+@dataclass(frozen=True)
+class RewriteCase:
+    reply: str
+    question: str | None
+    builds: bool
+
+
+def rewrite_reply(rng: random.Random) -> RewriteCase:
+    """A rewriter's reply in one of the forms models use, and what it says."""
+    if rng.random() < 0.08:  # a reply with no question to read
+        unreadable = rng.choice(
+            ["", "I'm sorry, I can't help with that.", "SELECT name FROM singer",
+             "<think>Question: What is it?</think>", "   \n  "]
+        )  # fmt: skip
+        return RewriteCase(unreadable, None, False)
+    question = rng.choice(QUESTIONS)
+    builds = rng.random() < 0.5
+    said = rng.random() < 0.8  # whether the reply says if it builds on the SQL
+    yes = rng.choice(["yes", "Yes", "YES", "yes."]) if builds else rng.choice(["no", "No", "NO"])
+    shown = rng.choice([question, question, f'"{question}"', f"“{question}”", f"「{question}」"])
+    colon = rng.choice([":", ":", "："])
+    label = rng.choice(
+        ["Question", "**Question:**", "Standalone question", "Rewritten question",
+         "**Standalone Question**", "Reformulated question", "### Standalone question"]
+    )  # fmt: skip
+    builds_line = f"Builds on the previous SQL{colon} {yes}" if said else ""
+    form = rng.choice(["label", "label", "label_next_line", "json", "bare", "intro"])
+    if form == "json":
+        fields: dict[str, object] = {rng.choice(["question", "standalone_question",
+                                                 "rewritten_question"]): question}  # fmt: skip
+        if said:
+            fields["builds_on_previous_sql"] = rng.choice([builds, yes])
+        body = json.dumps(fields, ensure_ascii=False)
+        reply = rng.choice([body, f"```json\n{body}\n```", f"Result: {body}"])
+    elif form == "bare":
+        reply = "\n".join(x for x in [shown, builds_line] if x)
+    elif form == "intro":
+        reply = rng.choice(REWRITE_INTROS) + "\n".join(x for x in [shown, builds_line] if x)
+    else:
+        heading = label.endswith(("**", "question")) and label.startswith("###")
+        if label.endswith(":**"):
+            line = f"{label} {shown}"
+        elif heading or form == "label_next_line":
+            line = f"{label}{'' if heading else colon}\n{shown}"
+        else:
+            line = f"{label}{colon} {shown}"
+        reply = "\n".join(x for x in [line, builds_line] if x)
+        if builds_line and rng.random() < 0.3:
+            reply = "\n".join([builds_line, line])
+    if rng.random() < 0.2:
+        reply = f"<think>The user means: Question: What about it?</think>\n{reply}"
+    if rng.random() < 0.3:
+        reply = reply.replace("\n", "\r\n")
+    if rng.random() < 0.2:
+        reply += rng.choice(["\n", "  ", "\n\n"])
+    return RewriteCase(reply, question, builds and said)
+
+
+# --------------------------------------------------------------------------- the Selector
+
+TABLE_NAMES = ["singer", "Concert", "STADIUM", "singer_in_concert", "Orders", "pets", "teams"]
+COLUMN_NAMES = ["name", "age", "country", "year", "capacity", "title", "amount", "theme"]
+
+
+@dataclass(frozen=True)
+class SelectionCase:
+    reply: str
+    tables: list[tuple[str, list[str], bool]]
+    """(table, columns, primary key?) of the schema."""
+    selection: dict[str, object]
+    """The canonical MAC-SQL map the reply says."""
+    unknown: bool
+    """The reply names a table the schema lacks (to be noted)."""
+
+
+def selection_reply(rng: random.Random) -> SelectionCase:
+    """A Selector reply in one of the shapes models use, for a random schema."""
+    names = rng.sample(TABLE_NAMES, rng.randint(3, 6))
+    tables = [
+        (t, [f"{t.lower()}_id", *rng.sample(COLUMN_NAMES, rng.randint(1, 5))], True) for t in names
+    ]
+    selection: dict[str, object] = {}
+    for table, columns, _ in tables:
+        choice = rng.choice(["keep_all", "drop_all", "columns"])
+        selection[table] = (
+            rng.sample(columns[1:], rng.randint(1, len(columns) - 1))
+            if choice == "columns"
+            else choice
+        )
+    if all(v == "drop_all" for v in selection.values()):
+        selection[names[0]] = "keep_all"
+    whole = all(isinstance(v, str) for v in selection.values())
+    shape = rng.choice(
+        ["map", "map_words", "wrapper", "rows", "dotted"] + (["list", "keep_drop"] if whole else [])
+    )
+    written = {_case(rng, t): v for t, v in selection.items()}
+    unknown = shape in ("map", "map_words", "wrapper") and rng.random() < 0.15
+    if unknown:  # a table the schema lacks: the rest is applied, and it is noted
+        written["no_such_table"] = "keep_all"
+    value: object
+    if shape == "map":
+        value = written
+    elif shape == "map_words":
+        value = {t: _word_for(rng, v) for t, v in written.items()}
+    elif shape == "wrapper":
+        value = {rng.choice(["tables", "selection", "schema"]): written}
+        if rng.random() < 0.3:
+            value = {"result": value, "reasoning": "only what the question needs"}
+    elif shape == "rows":
+        value = {"tables": [_row(t, v) for t, v in written.items()]}
+    elif shape == "dotted":
+        columns = {t: c for t, c, _ in tables}
+        dotted = [
+            f"{t}.{c}"
+            for t, v in written.items()
+            if v != "drop_all"
+            for c in (v if isinstance(v, list) else columns[_schema_name(t, names)])
+        ]
+        value = rng.choice([dotted, {"columns": dotted}])
+        selection = {t: v if v != "keep_all" else columns[t] for t, v in selection.items()}
+    elif shape == "list":
+        kept = [t for t, v in written.items() if v == "keep_all"]
+        value = rng.choice([kept, {"tables": kept}, {"keep": kept}])
+    else:
+        value = {
+            "keep": [t for t, v in written.items() if v == "keep_all"],
+            "drop": [t for t, v in written.items() if v == "drop_all"],
+        }
+    text = json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict) and rng.random() < 0.2:
+        text = repr(value)  # a Python literal
+    reply = rng.choice(
+        [text, f"```json\n{text}\n```", f"My choice: {text} Done.", f"```\n{text}\n```"]
+    )
+    if rng.random() < 0.2:
+        reply = f'<think>{{"{names[0]}": "drop_all"}}? no.</think>\n{reply}'
+    return SelectionCase(reply, tables, selection, unknown)
+
+
+def _row(table: str, value: object) -> dict[str, object]:
+    if isinstance(value, list):
+        return {"table": table, "keep": "columns", "columns": value}
+    return {"table": table, "keep": value}
+
+
+def _case(rng: random.Random, name: str) -> str:
+    return rng.choice([name, name.lower(), name.upper(), name.title()])
+
+
+def _schema_name(written: str, names: list[str]) -> str:
+    return next(n for n in names if n.lower() == written.lower())
+
+
+def _word_for(rng: random.Random, value: object) -> object:
+    if value == "keep_all":
+        return rng.choice(["keep", "Keep_All", True, "yes", "KEEP"])
+    if value == "drop_all":
+        return rng.choice(["drop", "DROP_ALL", False, "no", "exclude"])
+    return value

@@ -24,6 +24,7 @@ from macsql.llm.openai_client import ReasoningChatOpenAI
 from macsql.llm.settings import ModelSettings
 from macsql.llm.structured import StructuredRun
 from macsql.nodes.model_calls import call_agent
+from macsql.nodes.replies import read_sql
 from macsql.nodes.reply_schemas import SqlAnswer
 from macsql.tools.scripted import ScriptedOpenAIServer, ScriptedReply
 
@@ -215,3 +216,65 @@ def test_reply_settings_are_checked() -> None:
     with pytest.raises(ContextError, match="max_output_tokens"):
         Context(max_output_tokens=0)
     assert Context().reply_format == "text" and Context().max_output_tokens == 4096
+
+
+# --------------------------------------------------------------------------- issue 24
+
+
+def test_an_answer_that_does_not_fit_the_schema_is_read_as_text_said_once_a_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The server accepts response_format but answers free text, then JSON of another shape.
+    replies = [f"```sql\n{FINAL}\n```", json.dumps({"answer": FINAL})] * 2
+    with ScriptedOpenAIServer(replies) as server:
+        settings = _settings(server)
+        with caplog.at_level(logging.WARNING, logger="macsql"):
+            for run in (StructuredRun(), StructuredRun()):
+                first = call_model(
+                    settings, "decomposer", "q", schema=SqlAnswer, structured_run=run
+                )
+                second = call_model(
+                    settings, "decomposer", "q", schema=SqlAnswer, structured_run=run
+                )
+                assert first.error is None and first.structured is None
+                assert [read_sql(r.text).sql for r in (first, second)] == [FINAL, FINAL]
+                assert len(first.notes) == 1 and second.notes == []  # once a run
+                assert "reply_format=text" in first.notes[0]
+        asked = [b for b in server.bodies if b.get("response_format") or b.get("tools")]
+    assert len(asked) == 4 and server.requests == 4  # one request each: nothing asked twice
+    assert len([r for r in caplog.records if "structured-output" in r.getMessage()]) == 2
+
+
+@pytest.mark.needs_data("spider")
+def test_a_refusal_is_remembered_for_the_run_not_the_process() -> None:
+    # A long-lived host: each run (a new context) asks for structured output again.
+    with ScriptedOpenAIServer(
+        lambda prompt: f"```sql\n{FINAL}\n```", reject_structured=True
+    ) as server:
+        outputs = [
+            graph.invoke(
+                {"question": "How many singers?", "db": CONCERT},
+                context=Context(
+                    model="openai:scripted",
+                    base_url=server.base_url,
+                    api_key="k",
+                    dataset_style="spider",
+                    reply_format="structured",
+                ),
+            )
+            for _ in range(2)
+        ]
+        refused = [b for b in server.bodies if b.get("response_format") or b.get("tools")]
+    assert len(refused) == 2  # once in each run
+    for out in outputs:
+        assert out["sql"] == FINAL
+        assert [f["kind"] for f in out["fallbacks"]] == ["structured_output"]
+
+
+def test_a_tool_call_nobody_offered_is_read() -> None:
+    reply = ScriptedReply("", tool_calls=(("execute_sql", {"query": FINAL}),))
+    with ScriptedOpenAIServer(lambda prompt: reply) as server:
+        answered = call_model(_settings(server), "decomposer", "question")
+        streamed = ReasoningChatOpenAI(model="x", base_url=server.base_url, api_key="k")
+        assert _stream(streamed).tool_calls[0]["args"] == {"query": FINAL}
+    assert answered.error is None and read_sql(answered.text).sql == FINAL
