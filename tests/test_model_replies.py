@@ -278,3 +278,56 @@ def test_a_tool_call_nobody_offered_is_read() -> None:
         streamed = ReasoningChatOpenAI(model="x", base_url=server.base_url, api_key="k")
         assert _stream(streamed).tool_calls[0]["args"] == {"query": FINAL}
     assert answered.error is None and read_sql(answered.text).sql == FINAL
+
+
+@pytest.mark.needs_data("spider")
+def test_how_the_query_was_chosen_is_on_its_attempt_and_an_ambiguous_choice_is_a_fallback(
+    scripted: Any,
+) -> None:
+    replies = [
+        f"```sql\n{FINAL}\n```\nFor example, you could also write:\n```sql\n{DRAFT}\n```",
+        f"For example:\n```sql\n{FINAL}\n```",  # only an example: used, and said
+    ]
+    for reply, ambiguous in zip(replies, (False, True), strict=True):
+        _model, context = scripted([reply], dataset_style="spider")
+        states = graph.stream(
+            {"question": "How many singers?", "db": CONCERT}, context=context, stream_mode="values"
+        )
+        final = list(states)[-1]
+        assert final["sql"] == FINAL
+        reading = final["tries"][0].get("reply_reading", {})
+        kinds = [f["kind"] for f in final["fallbacks"]]
+        if ambiguous:
+            assert kinds == ["ambiguous_sql"] and "introduced as an example" in reading["ambiguous"]
+        else:
+            assert kinds == [] and reading["candidates"] == 2
+            assert reading["passed_over"] == [f"an alternative ('could also'): {DRAFT!r}"]
+
+
+@pytest.mark.needs_data("spider")
+@pytest.mark.parametrize(
+    ("selection", "fallback"),
+    [
+        ('{"tables": {"COUNTRY": "keep", "city": false, "countrylanguage": false}}', None),
+        ('["country"]', None),
+        ('{"country": "keep_all", "planets": "keep_all"}', "unknown table 'planets' ignored"),
+        ('{"tables": {"planets": "keep_all"}}', "names no table of the schema, full schema kept"),
+        ('{"country": "maybe", "city": "drop_all"}', "unrecognised choice for 'country'"),
+    ],
+)
+def test_the_selectors_reply_is_applied_or_its_fallback_says_why(
+    selection: str, fallback: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def respond(prompt: str) -> str:
+        if "You are the Selector" in prompt:
+            return selection
+        return "SELECT count(*) FROM country"
+
+    with ScriptedOpenAIServer(respond) as server:
+        args = ["ask", "How many countries?", "--db", str(spider_db("world_1")), "--json"]
+        code = main([*args, "--model", "openai:x", "--base-url", server.base_url, "--api-key", "k"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and out["selector_used"] and out["rows"] == [[239]]
+    details = [f["detail"] for f in out["fallbacks"] if f["agent"] == "selector"]
+    assert len(details) == (0 if fallback is None else 1)
+    assert fallback is None or fallback in details[0]
