@@ -1,12 +1,13 @@
 """Benchmark: reading a model's reply, on the path of every question (issue 24).
 
-Run: python benchmarks/bench_replies.py [--reader old.py]
+Run: python benchmarks/bench_replies.py [--reader old.py] [--bird]
 
 Writes one reply per Spider dev gold query in each of six layouts (the papers' sub-question
 fences; a fenced draft then the final query on a `Final answer:` line; an `<answer>` tag; a
 `Query:` label with prose after; a JSON answer; a `<think>` block then bare SQL), so that every
-reply is new, and times `read_sql` on each. "cold" clears the reader's caches (and the guard's
-parse cache) before every reply; "warm" reads every reply a second time. `--reader` times another
+reply is new, and times `read_sql` on each, in CPU time (the process's, so that other work on a
+shared machine does not count). "cold" clears the reader's caches (and the guard's parse cache)
+before every reply; "warm" reads every reply a second time. `--reader` times another
 module's `read_sql` on the same replies (e.g. the reader of an earlier commit:
 `git show <commit>:nodes/replies.py > /tmp/old_replies.py`). It also prints how many replies
 each reader read right (the query it returns is the gold query).
@@ -68,10 +69,14 @@ def _time(read: Callable[[str, str], Any], replies: list[str], cold: bool) -> li
     for reply in replies:
         if cold:
             _clear_caches()
-        started = time.perf_counter()
+        started = time.process_time_ns()
         read(reply, "sqlite")
-        times.append((time.perf_counter() - started) * 1000)
+        times.append((time.process_time_ns() - started) / 1e6)
     return times
+
+
+def _flat(sql: str | None) -> str:
+    return " ".join((sql or "").strip().rstrip(";").split())
 
 
 def _line(label: str, times: list[float]) -> str:
@@ -87,14 +92,18 @@ def _line(label: str, times: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reader", help="a file with another read_sql to time alongside")
+    parser.add_argument("--bird", action="store_true", help="add BIRD dev's gold queries")
     args = parser.parse_args()
     from macsql.nodes.replies import read_sql
 
     queries = sorted({item["query"] for item in json.loads((SPIDER / "dev.json").read_text())})
+    if args.bird:
+        bird = json.loads((SPIDER.parent / "bird_dev" / "dev.json").read_text())
+        queries += sorted({item["SQL"] for item in bird})
     load = os.getloadavg()[0]
     print(
         f"python {platform.python_version()}, {os.cpu_count()} cores, load average {load:.1f}, "
-        f"{len(queries)} distinct gold queries"
+        f"{len(queries)} distinct gold queries (CPU time per reply)"
     )
     readers: dict[str, Callable[[str, str], Any]] = {"this reader": read_sql}
     if args.reader:
@@ -103,7 +112,7 @@ def main() -> None:
         replies = [write(q) for q in queries]
         for name, read in readers.items():
             right = sum(
-                " ".join((read(r, "sqlite").sql or "").split()) == " ".join(q.split())
+                _flat(read(r, "sqlite").sql) == _flat(q)
                 for r, q in zip(replies, queries, strict=True)
             )
             cold = _time(read, replies, cold=True)

@@ -131,7 +131,9 @@ def _choose(answer: str, candidates: list[_Candidate], dialect: str) -> SqlReadi
     chosen = [c for c in candidates if c.cue.rank == best][-1]
     distinct = {_same(c.sql) if c.sql is not None else f"broken:{c.why}" for c in candidates}
     passed = tuple(
-        _passed(c) for c in candidates if c is not chosen and _same(c.sql) != _same(chosen.sql)
+        _passed(c, chosen)
+        for c in candidates
+        if c is not chosen and _same(c.sql) != _same(chosen.sql)
     )
     finals = {_same(c.sql) for c in candidates if c.cue.rank == Rank.FINAL and c.sql is not None}
     ambiguous = ""
@@ -195,13 +197,17 @@ def _kind_phrase(cue: Cue) -> str:
     }.get(cue.kind, cue.kind) + (f" ({cue.words!r})" if cue.words else "")
 
 
-def _passed(candidate: _Candidate) -> str:
+def _passed(candidate: _Candidate, chosen: _Candidate) -> str:
+    """Why a candidate lost to the chosen one."""
     what = _excerpt(candidate.sql, 80) if candidate.sql is not None else "a broken block"
     if candidate.cue.rank == Rank.DEMOTED:
         return f"{_kind_phrase(candidate.cue)}: {what}"
-    if candidate.cue.rank == Rank.FINAL:
-        return f"an earlier query marked final: {what}"
-    return f"an earlier query: {what}"
+    if candidate.cue.rank < chosen.cue.rank:
+        return f"a query not marked final: {what}"
+    earlier = (
+        "an earlier query marked final" if candidate.cue.rank == Rank.FINAL else "an earlier query"
+    )
+    return f"{earlier}: {what}"
 
 
 # --------------------------------------------------------------------------- candidates
@@ -232,7 +238,6 @@ class _Layout:
     """Positions where an XML-like tag opens or closes: no query runs across one."""
     enclosing: list[tuple[int, int, Cue]] = field(default_factory=list)
     """(start, end, cue) of tag pairs whose name is a cue (`<answer>`, `<example>`)."""
-    inline: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _candidates(answer: str, dialect: str, depth: int) -> list[_Candidate]:
@@ -277,7 +282,7 @@ def _candidates(answer: str, dialect: str, depth: int) -> list[_Candidate]:
         found += block
     for start, end in outside:
         found += _text_candidates(answer, layout, start, end, dialect)
-    _rank(answer, layout, found)
+    _rank(layout, found)
     return found
 
 
@@ -297,29 +302,30 @@ def _inside_any(position: int, spans: list[tuple[int, int]]) -> bool:
     return any(a <= position < b for a, b in spans)
 
 
-def _rank(answer: str, layout: _Layout, found: list[_Candidate]) -> None:
-    """Each candidate's cue: its own introduction, else its enclosing tag's, else plain. JSON
-    candidates carry their key's cue already; statements that are not queries lose."""
+def _rank(layout: _Layout, found: list[_Candidate]) -> None:
+    """Each candidate's cue: the words that introduce it, else its enclosing tag's, else plain;
+    a JSON value's key, when it says final or demotes. A query with no words before it (right
+    after another) is introduced by the words that introduced the one before. Statements that
+    are not queries lose."""
     found.sort(key=lambda c: c.position)
     previous_end = 0
-    previous_cue: Cue = PLAIN
+    carried: Cue = PLAIN  # the cue of the last words that introduced a query
     for candidate in found:
         start = int(candidate.position)
         if candidate.source == "json" and candidate.cue.rank != Rank.PLAIN:
-            own = candidate.cue  # the key says what the value is
+            own, carried = candidate.cue, PLAIN  # the key says what the value is
         else:
             gap = layout.text[previous_end:start] if start >= previous_end else ""
             intro = intro_of(gap) if gap else None
             if intro is None and gap and previous_end > 0 and "</" not in gap:
-                # Nothing between two queries: the second is introduced like the first (unless
-                # the first one's tag closed in between).
-                own = previous_cue
+                own = carried  # (unless the previous query's tag closed in between)
             else:
-                own = (cue_in(intro) if intro else None) or _enclosing_cue(layout, start) or PLAIN
+                said = cue_in(intro) if intro else None
+                own = said or _enclosing_cue(layout, start) or PLAIN
+                carried = said or PLAIN
         if candidate.statement:  # echoed DDL, a write: never the answer while a query is
             own = Cue(Rank.DEMOTED, "statement", "")
         candidate.cue = own
-        previous_cue = own if not candidate.statement else previous_cue
         previous_end = max(previous_end, candidate.end)
 
 
