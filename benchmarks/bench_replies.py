@@ -10,7 +10,8 @@ shared machine does not count). "cold" clears the reader's caches (and the guard
 before every reply; "warm" reads every reply a second time. `--reader` times another
 module's `read_sql` on the same replies (e.g. the reader of an earlier commit:
 `git show <commit>:nodes/replies.py > /tmp/old_replies.py`). It also prints how many replies
-each reader read right (the query it returns is the gold query).
+each reader read right (the query it returns is the gold query), and the time of the worst case
+the reader bounds: a long reply of prose about SQL.
 """
 
 from __future__ import annotations
@@ -120,6 +121,17 @@ def main() -> None:
             print(_line(f"{layout} / {name} cold", cold))
             print(_line(f"{layout} / {name} warm", warm))
             print(f"{'':34} read right: {right} of {len(queries)}")
+    # The worst case the reader bounds: a long reply of prose about SQL, with no query at all.
+    line = "We select the rows from the table where it's high, and with those we select again. "
+    for label, reply in (
+        ("prose only, 94 KB", (line * 40 + "\n") * 28),
+        ("prose, then a fenced query", (line * 40 + "\n") * 28 + "\n```sql\nSELECT a FROM t\n```"),
+    ):
+        _clear_caches()
+        started = time.process_time_ns()
+        found = read_sql(reply, "sqlite").sql
+        spent = (time.process_time_ns() - started) / 1e6
+        print(f"{label:<34} {spent:8.1f} ms  (read: {found!r})")
     sys.stdout.flush()
 
 

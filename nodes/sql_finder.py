@@ -110,9 +110,9 @@ def find_sql(answer: str, dialect: str) -> SqlReading:
     return _find(answer, dialect)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)  # a reply is read again when a node reads what another kept
 def _find(answer: str, dialect: str) -> SqlReading:
-    candidates = _candidates(answer, dialect, depth=0)
+    candidates = _candidates(answer, dialect, 0, _Budget())
     if not candidates:
         # Bare SQL that does not parse is broken SQL; a sentence ("Select the ...") is not.
         if _looks_like_sql(answer):
@@ -224,6 +224,22 @@ _CTE_HEAD = re.compile(r"with\s+(?:recursive\s+)?[\w`\"\[\]]+\s*(?:\([^)]*\)\s*)
 _FROM = re.compile(r"(?<![\w.])from(?![\w])", re.I)
 _MAX_CUTS = 8
 _MAX_DEPTH = 2
+_MAX_PROSE_SPAN = 4_000
+"""A query in prose is read from at most this many characters (a paragraph, usually less)."""
+_PROSE_STARTS = 64
+"""At most this many places in a reply's prose are tried as the start of a query."""
+
+
+class _Budget:
+    """How many more prose starts one reading may try: a reply that is mostly prose about
+    SQL ("select the rows from ...") costs a bounded time."""
+
+    def __init__(self) -> None:
+        self.left = _PROSE_STARTS
+
+    def spend(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
 
 
 @dataclass
@@ -240,7 +256,7 @@ class _Layout:
     """(start, end, cue) of tag pairs whose name is a cue (`<answer>`, `<example>`)."""
 
 
-def _candidates(answer: str, dialect: str, depth: int) -> list[_Candidate]:
+def _candidates(answer: str, dialect: str, depth: int, budget: _Budget) -> list[_Candidate]:
     text = structure_text(answer)
     layout = _Layout(text)
     all_fences = fences(text)
@@ -253,7 +269,7 @@ def _candidates(answer: str, dialect: str, depth: int) -> list[_Candidate]:
         value = lenient_value(answer[start:end])
         if value is None:
             continue
-        from_json = _json_candidates(value, start, end, dialect, depth)
+        from_json = _json_candidates(value, start, end, dialect, depth, budget)
         if from_json:
             found += from_json
             layout.objects.append((start, end, value))
@@ -278,10 +294,10 @@ def _candidates(answer: str, dialect: str, depth: int) -> list[_Candidate]:
             sql_tag=fence.tag in SQL_TAGS, closed=fence.closed, source="fence",
         )  # fmt: skip
         if block is None:  # prose in a fence ("```\nThe query is: SELECT ...```")
-            block = _prose_candidates(answer, text, fence.body_start, body_end, dialect, [])
+            block = _prose_candidates(answer, text, fence.body_start, body_end, dialect, [], budget)
         found += block
     for start, end in outside:
-        found += _text_candidates(answer, layout, start, end, dialect)
+        found += _text_candidates(answer, layout, start, end, dialect, budget)
     _rank(layout, found)
     return found
 
@@ -375,7 +391,7 @@ def _block_candidates(
 
 
 def _text_candidates(
-    answer: str, layout: _Layout, start: int, end: int, dialect: str
+    answer: str, layout: _Layout, start: int, end: int, dialect: str, budget: _Budget
 ) -> list[_Candidate]:
     """Queries in a stretch of text outside fences and JSON: in inline code, in tag pairs
     whose content is code, and in the prose itself."""
@@ -408,12 +424,18 @@ def _text_candidates(
             if block is not None:
                 out += block
                 continue
-        out += _prose_candidates(answer, text, a, b, dialect, covered)
+        out += _prose_candidates(answer, text, a, b, dialect, covered, budget)
     return out
 
 
 def _prose_candidates(
-    answer: str, text: str, start: int, end: int, dialect: str, covered: list[tuple[int, int]]
+    answer: str,
+    text: str,
+    start: int,
+    end: int,
+    dialect: str,
+    covered: list[tuple[int, int]],
+    budget: _Budget,
 ) -> list[_Candidate]:
     out: list[_Candidate] = []
     position = start
@@ -430,9 +452,11 @@ def _prose_candidates(
         if word == "with" and _CTE_HEAD.match(text, at) is None:
             continue
         limit = text.find("\n\n", at, end)
-        limit = end if limit == -1 else limit
+        limit = min(end if limit == -1 else limit, at + _MAX_PROSE_SPAN)
         if query_word and _FROM.search(text, at, limit) is None:
             continue
+        if not budget.spend():
+            return out  # a reply that is mostly prose about SQL: enough has been tried
         found = _query_at(answer, at, limit, dialect)
         if found is None:
             continue
@@ -471,7 +495,8 @@ def _tokenizable_prefix(sql: str, dialect: str) -> int | None:
     """The end of the longest prefix, cut at a `;` or a line end, that sqlglot can tokenize:
     prose after a query (an apostrophe opens a string that never closes) stops the tokenizer."""
     ends = sorted({m.start() for m in re.finditer(r"[;\n`]", sql)}, reverse=True)
-    return next((e for e in ends if not _parsed(sql[:e].rstrip(), dialect).untokenized), None)
+    tried = ends[:_MAX_CUTS]
+    return next((e for e in tried if not _parsed(sql[:e].rstrip(), dialect).untokenized), None)
 
 
 _BREAK = re.compile(r"[.!?](?=\s|$)|\n|,\s|\s[—–-]{1,2}\s|\s\(|`")
@@ -484,7 +509,7 @@ def _last_break(sql: str) -> int | None:
 
 
 def _json_candidates(
-    value: Any, start: int, end: int, dialect: str, depth: int
+    value: Any, start: int, end: int, dialect: str, depth: int, budget: _Budget
 ) -> list[_Candidate]:
     """The queries in a JSON value's strings, each ranked by the keys above it. A string that
     is itself a JSON object (a tool call's `arguments`) is read as one."""
@@ -493,7 +518,7 @@ def _json_candidates(
     for index, (path, text) in enumerate(strings):
         if not _STATEMENT_START.search(text) or depth >= _MAX_DEPTH:
             continue
-        inner = _candidates(text, dialect, depth + 1)
+        inner = _candidates(text, dialect, depth + 1, budget)
         position = start + (index + 1) / (len(strings) + 1)
         cue = key_cue(path)
         reading = _choose(text, inner, dialect) if inner else None

@@ -450,10 +450,16 @@ def test_every_class_of_layout_reaches_ex_100(
     reply_class: str, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     responder = RotatingResponder(CLASSES[reply_class])
-    run = _eval(data_dir, tmp_path, capsys, responder)
+    run = _eval(data_dir, tmp_path, capsys, responder, "macsql", "--traces")
     # Right the first time, read without a doubt: no fallback, no Refiner.
     assert run["calls"] == {"selector": 6, "decomposer": len(ITEMS)}
     assert _fallbacks(run) == []
+    # A query chosen among several says how, on its model call in the traces.
+    traces = [json.loads(line) for line in (tmp_path / "macsql" / "traces.jsonl").open()]
+    readings = [c["reply_reading"] for t in traces for c in t["calls"] if "reply_reading" in c]
+    if reply_class == "several_candidates":
+        assert len(readings) == len(ITEMS) and all(r["candidates"] == 2 for r in readings)
+        assert all(r["passed_over"] and r["rule"] for r in readings)
     # Every shape of the Selector's answer was applied: the writer saw the used tables, and
     # fewer than all (a table whose stored values matched the question stays too).
     for item in _dev():
