@@ -44,7 +44,7 @@ _CUES: dict[str, tuple[str, ...]] = {
         r"итогов\w*", r"最终", r"最終", r"答案", r"正确", r"正確", r"解答", r"回答", r"最后",
     ),
     "example": (
-        r"examples?", r"e\.g\.", r"for instance", r"samples?", r"such as", r"illustrat\w*",
+        r"examples?", r"e\.g\.", r"for instance", r"illustrat\w*",
         r"ejemplos?", r"exemples?", r"beispiel\w*", r"exemplos?", r"пример\w*", r"例如",
         r"比如", r"示例", r"例子", r"举例", r"例えば", r"例[:：]",
     ),
@@ -83,9 +83,8 @@ _KIND_RANK = {"final": Rank.FINAL, "example": Rank.DEMOTED, "alternative": Rank.
 
 def cue_in(text: str) -> Cue | None:
     """The cue nearest the end of `text` (the words right before a query), or None."""
-    last = None
-    for last in _CUE.finditer(text):  # noqa: B007 (the last match is the one wanted)
-        pass
+    matches = list(_CUE.finditer(text))
+    last = matches[-1] if matches else None
     if last is None or last.lastgroup is None:
         return None
     return Cue(_KIND_RANK[last.lastgroup], last.lastgroup, last.group(0))

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from macsql.database.schema import SchemaInfo, TableInfo
-from macsql.nodes.schema_selection import Selection
+
+Selection = dict[str, Any]
+"""MAC-SQL's map: table -> "keep_all" | "drop_all" | [columns] (as `apply_selection` takes it)."""
 
 _KEEP_WORDS = frozenset(
     {"keep_all", "keep", "keepall", "all", "yes", "true", "include", "included", "relevant",
