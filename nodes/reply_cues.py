@@ -67,14 +67,18 @@ _CUES: dict[str, tuple[str, ...]] = {
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 
 
-def _pattern(word: str) -> str:
-    return word if _CJK.search(word) else rf"(?<![^\W_]){word}(?![^\W_])"
+def _group(kind: str, words: tuple[str, ...], cjk: bool) -> str:
+    chosen = [w for w in words if bool(_CJK.search(w)) == cjk]
+    return f"(?P<{kind}{'_cjk' if cjk else ''}>{'|'.join(chosen)})"
 
 
+# Whole words for Latin-script cues (one boundary check around all of them, which keeps the
+# regex fast), as written for CJK ones.
 _CUE = re.compile(
-    "|".join(
-        f"(?P<{kind}>{'|'.join(_pattern(w) for w in words)})" for kind, words in _CUES.items()
-    ),
+    r"(?<![^\W_])(?:"
+    + "|".join(_group(kind, words, cjk=False) for kind, words in _CUES.items())
+    + r")(?![^\W_])|"
+    + "|".join(_group(kind, words, cjk=True) for kind, words in _CUES.items()),
     re.I,
 )
 _KIND_RANK = {"final": Rank.FINAL, "example": Rank.DEMOTED, "alternative": Rank.DEMOTED,
@@ -87,7 +91,8 @@ def cue_in(text: str) -> Cue | None:
     last = matches[-1] if matches else None
     if last is None or last.lastgroup is None:
         return None
-    return Cue(_KIND_RANK[last.lastgroup], last.lastgroup, last.group(0))
+    kind = last.lastgroup.removesuffix("_cjk")
+    return Cue(_KIND_RANK[kind], kind, last.group(0))
 
 
 # The sentence or line right before a query is what introduces it.

@@ -15,18 +15,18 @@ from typing import Any
 
 # Full-width punctuation (Chinese and Japanese keyboards) as the ASCII a reader looks for.
 _FULL_WIDTH = str.maketrans("；：，（）！？", ";:,()!?")
-_FULL_WIDTH_CHARS = frozenset("；：，（）！？")
+_ANY_FULL_WIDTH = re.compile("[；：，（）！？]")
 
 
 def structure_text(text: str) -> str:
     """`text` with full-width punctuation as ASCII, one character for one."""
-    return text.translate(_FULL_WIDTH) if any(c in _FULL_WIDTH_CHARS for c in text) else text
+    return text.translate(_FULL_WIDTH) if _ANY_FULL_WIDTH.search(text) else text
 
 
 def sql_text(sql: str) -> str:
     """A query with full-width punctuation outside its quotes as ASCII (`；` ends a statement);
     inside string literals and quoted names it is data and stays."""
-    if not any(c in _FULL_WIDTH_CHARS for c in sql):
+    if not _ANY_FULL_WIDTH.search(sql):
         return sql
     out: list[str] = []
     closing = ""
@@ -162,6 +162,8 @@ def inline_spans(text: str, start: int = 0, end: int | None = None) -> list[tupl
 
 def object_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each top-level {...} in the text, braces inside strings ignored."""
+    if "{" not in text:
+        return []
     spans: list[tuple[int, int]] = []
     depth, start, quote, escaped = 0, 0, "", False
     for i, char in enumerate(text):
@@ -186,7 +188,9 @@ def object_spans(text: str) -> list[tuple[int, int]]:
 
 
 def array_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each top-level [...] that holds strings or objects (a JSON list)."""
+    """(start, end) of each top-level [...] in the text, brackets inside strings ignored."""
+    if "[" not in text:
+        return []
     spans: list[tuple[int, int]] = []
     depth, start, quote, escaped = 0, 0, "", False
     for i, char in enumerate(text):

@@ -364,7 +364,26 @@ def _block_candidates(
     when every statement parses; else one broken candidate when the block is SQL by its tag
     or its first word; else None (the block is prose, to be read as such)."""
     body = answer[start:end]
-    pieces = _statements(sql_text(body), dialect)
+    whole = sql_text(body)
+    lead = len(whole) - len(whole.lstrip())
+    single = _parsed(whole.strip(), dialect)
+    if single.statement:  # the usual block: one statement, tokenized and parsed once
+        first, last = single.span
+        piece = whole.strip()[first:last]
+        after = whole[lead + last :].strip(" \t\r\n;")
+        return [
+            _Candidate(
+                start + lead + first,
+                piece,
+                start + lead + last,
+                PLAIN,
+                closed=closed or bool(after),
+                statement=not single.query,
+                source=source,
+            )
+        ]
+    several = single.first_end is not None
+    pieces = _statements(whole, dialect) if several else None
     if pieces and all(_parsed(p, dialect).statement for p, _ in pieces):
         out = []
         for piece, offset in pieces:
