@@ -2,9 +2,11 @@
 
 A careful reader of a reply with several queries goes by how each is introduced: "Final answer:",
 an `<answer>` tag or a JSON `answer` key mark the one to run; "for example", "alternatively",
-"my first draft" or "this is wrong" mark one not to. The cue nearest to the query decides
-("the previous query was wrong; the corrected one:" introduces a final query). The lexicon covers
-English and the languages models most often answer in; a query with no cue is a plain one.
+"my first draft", "the original query" or "this is wrong" mark one not to. The cue nearest to
+the query decides ("the previous query was wrong; the corrected one:" introduces a final
+query). The lexicon covers English and the languages models most often answer in; a query with
+no cue is a plain one. Words common in any explanation ("check", "verify") are not cues: a final
+query introduced by "let me double-check the join" must not lose to an earlier draft.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ _CUES: dict[str, tuple[str, ...]] = {
         r"drafts?", r"first (?:attempt|try|version|idea|guess)",
         r"initial (?:attempt|try|version|idea|query)", r"wrong", r"incorrect", r"mistaken?",
         r"erroneous", r"buggy", r"does ?n[o']t work", r"won't work", r"naive",
+        r"(?:previous|original|old|failed|failing) (?:query|sql|statement|version|one)",
         r"borrador", r"incorrect[oa]", r"brouillon", r"erronée?", r"entwurf", r"falsch\w*",
         r"черновик\w*", r"неправильн\w*", r"草稿", r"初稿", r"错误", r"錯誤", r"下書き",
         r"誤り", r"間違",

@@ -11,10 +11,11 @@ select list ("Select the names from singers" is prose).
 
 **Choice.** Each candidate gets a rank from how it is introduced (`macsql.nodes.reply_cues`):
 *final* (an explicit final marker: "Final answer:", `<answer>`, a JSON `sql`/`query`/`answer`
-key), *demoted* (introduced as an example, an alternative or a draft; a statement that is not a
-query, such as echoed DDL; a query that is part of another candidate), or *plain*. The highest
-rank wins, and among equals the last (MAC-SQL's rule). A block that is SQL by its tag but does
-not parse is a broken candidate: when it wins, the reply holds no query, and the Refiner hears why.
+key), *demoted* (introduced as an example, an alternative or a draft; a statement that is not
+a query, such as echoed DDL; a query that is a subquery of another candidate), or *plain*. The
+highest rank wins, and among equals the last (MAC-SQL's rule). A block that is SQL by its tag
+but does not parse is a broken candidate: when it wins, the reply holds no query, and the
+Refiner hears why.
 
 Every reading says which rule chose and what else was passed over (`SqlReading`), and calls the
 choice ambiguous when two different queries are marked final or when the only queries were
