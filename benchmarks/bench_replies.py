@@ -57,9 +57,9 @@ def _load(path: str) -> ModuleType:
 
 def _clear_caches() -> None:
     from macsql.database import guard
-    from macsql.nodes import sql_finder
+    from macsql.nodes import sql_finder, sql_spans
 
-    for cached in (sql_finder._find, sql_finder._parsed, sql_finder._statements):
+    for cached in (sql_finder._find, sql_spans.parse_span, sql_spans.statements):
         cached.cache_clear()
     guard._cached_statement.cache_clear()
     guard._cached_verdict.cache_clear()

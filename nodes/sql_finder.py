@@ -30,7 +30,6 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from macsql.database.guard_verdicts import GuardKind
 from macsql.nodes.reply_cues import PLAIN, Cue, Rank, cue_in, intro_of, key_cue
 from macsql.nodes.reply_markup import (
     NOT_SQL_TAGS,
@@ -45,9 +44,17 @@ from macsql.nodes.reply_markup import (
     tag_marks,
     tag_pairs,
 )
+from macsql.nodes.sql_spans import (
+    SpanParse,
+    excerpt,
+    looks_like_sql,
+    parse_span,
+    statements,
+    unreadable,
+)
 
 if TYPE_CHECKING:
-    from sqlglot.tokens import Token
+    pass
 
 # sqlglot is imported when the first reply is read: the graph imports this module long before,
 # on the way to the first model request.
@@ -116,9 +123,9 @@ def _find(answer: str, dialect: str) -> SqlReading:
     candidates = _candidates(answer, dialect, 0, _Budget())
     if not candidates:
         # Bare SQL that does not parse is broken SQL; a sentence ("Select the ...") is not.
-        if _looks_like_sql(answer):
-            return SqlReading(None, _unreadable(answer, dialect), incomplete=True)
-        return SqlReading(None, "only prose, no SQL query: " + _excerpt(answer))
+        if looks_like_sql(answer):
+            return SqlReading(None, unreadable(answer, dialect), incomplete=True)
+        return SqlReading(None, "only prose, no SQL query: " + excerpt(answer))
     return _choose(answer, candidates, dialect)
 
 
@@ -200,7 +207,7 @@ def _kind_phrase(cue: Cue) -> str:
 
 def _passed(candidate: _Candidate, chosen: _Candidate) -> str:
     """Why a candidate lost to the chosen one."""
-    what = _excerpt(candidate.sql, 80) if candidate.sql is not None else "a broken block"
+    what = excerpt(candidate.sql, 80) if candidate.sql is not None else "a broken block"
     if candidate.cue.rank == Rank.DEMOTED:
         return f"{_kind_phrase(candidate.cue)}: {what}"
     if candidate.cue.rank < chosen.cue.rank:
@@ -367,7 +374,7 @@ def _block_candidates(
     body = answer[start:end]
     whole = sql_text(body)
     lead = len(whole) - len(whole.lstrip())
-    single = _parsed(whole.strip(), dialect)
+    single = parse_span(whole.strip(), dialect)
     if single.statement:  # the usual block: one statement, tokenized and parsed once
         first, last = single.span
         piece = whole.strip()[first:last]
@@ -384,11 +391,11 @@ def _block_candidates(
             )
         ]
     several = single.first_end is not None
-    pieces = _statements(whole, dialect) if several else None
-    if pieces and all(_parsed(p, dialect).statement for p, _ in pieces):
+    pieces = statements(whole, dialect) if several else None
+    if pieces and all(parse_span(p, dialect).statement for p, _ in pieces):
         out = []
         for piece, offset in pieces:
-            parsed = _parsed(piece, dialect)
+            parsed = parse_span(piece, dialect)
             after = body[offset + len(piece) :].strip(" \t\r\n;")
             out.append(
                 _Candidate(
@@ -402,10 +409,10 @@ def _block_candidates(
                 )
             )
         return out
-    if sql_tag or _looks_like_sql(body):
+    if sql_tag or looks_like_sql(body):
         at = start + len(body) - len(body.lstrip())
         cut = " (the block was never closed: the reply was cut off?)" if not closed else ""
-        why = _unreadable(body, dialect) + cut
+        why = unreadable(body, dialect) + cut
         return [_Candidate(at, None, end, PLAIN, why=why, closed=closed, source=source)]
     return None
 
@@ -422,7 +429,7 @@ def _text_candidates(
         if _STATEMENT_START.match(text, a) is None:
             continue
         sql = sql_text(answer[a:b]).strip().rstrip(";").strip()
-        parsed = _parsed(sql, dialect)
+        parsed = parse_span(sql, dialect)
         # Inline code in an explanation quotes fragments ("`SELECT T1.name` picks the names"):
         # it counts as a query only when it reads like one, as in prose. One that does not
         # parse may be a query with `quoted names` in it, read from the text instead.
@@ -486,17 +493,19 @@ def _prose_candidates(
         position = stop
 
 
-def _query_at(answer: str, start: int, limit: int, dialect: str) -> tuple[str, int, _Parse] | None:
+def _query_at(
+    answer: str, start: int, limit: int, dialect: str
+) -> tuple[str, int, SpanParse] | None:
     """The query that starts at `start` in prose: the span up to `limit`, cut back at the
     first statement's end or where sqlglot stops reading SQL (the first word of prose after
-    it), until it parses; a query must also read like one (`_Parse.plausible`)."""
+    it), until it parses; a query must also read like one (`SpanParse.plausible`)."""
     end = limit
     for _ in range(_MAX_CUTS):
         # A sentence's full stop (or other mark) after a query is prose: "... > 30. Done."
         sql = sql_text(answer[start:end]).rstrip().rstrip(".!?,:").rstrip()
         if not sql:
             return None
-        parsed = _parsed(sql, dialect)
+        parsed = parse_span(sql, dialect)
         if parsed.statement and parsed.clean and (parsed.plausible or not parsed.query):
             first, last = parsed.span  # a comment after the query ("-- lists them") is prose
             return sql[first:last], start + last, parsed
@@ -516,7 +525,7 @@ def _tokenizable_prefix(sql: str, dialect: str) -> int | None:
     prose after a query (an apostrophe opens a string that never closes) stops the tokenizer."""
     ends = sorted({m.start() for m in re.finditer(r"[;\n`]", sql)}, reverse=True)
     tried = ends[:_MAX_CUTS]
-    return next((e for e in tried if not _parsed(sql[:e].rstrip(), dialect).untokenized), None)
+    return next((e for e in tried if not parse_span(sql[:e].rstrip(), dialect).untokenized), None)
 
 
 _BREAK = re.compile(r"[.!?](?=\s|$)|\n|,\s|\s[—–-]{1,2}\s|\s\(|`")
@@ -545,12 +554,12 @@ def _json_candidates(
         if reading is None or reading.sql is None:
             # The answer's own field holding broken SQL is a broken answer; other fields are
             # prose that happens to mention SQL.
-            if cue.rank == Rank.FINAL and (reading is not None or _looks_like_sql(text)):
-                held = reading.found if reading is not None else _unreadable(text, dialect)
+            if cue.rank == Rank.FINAL and (reading is not None or looks_like_sql(text)):
+                held = reading.found if reading is not None else unreadable(text, dialect)
                 why = f"a JSON {_key_name(path)} field that is not one query ({held})"
                 out.append(_Candidate(position, None, end, cue, why=why, source="json"))
             continue
-        parsed = _parsed(reading.sql, dialect)
+        parsed = parse_span(reading.sql, dialect)
         out.append(
             _Candidate(position, reading.sql, end, cue, statement=not parsed.query, source="json")
         )
@@ -575,279 +584,3 @@ def _strings(value: Any, path: tuple[str | int, ...]) -> Any:
 def _key_name(path: tuple[str | int, ...]) -> str:
     keys = [k for k in path if isinstance(k, str)]
     return f"`{keys[-1]}`" if keys else "list"
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-@dataclass(frozen=True)
-class _Parse:
-    """What sqlglot made of a text (kept small: many texts are cached)."""
-
-    statement: bool = False
-    """Exactly one statement."""
-    query: bool = False
-    """...and it is a query (SELECT, WITH, set operations, VALUES)."""
-    plausible: bool = False
-    """...and it reads FROM somewhere with no two bare words in its select list."""
-    clean: bool = False
-    """...and no prose runs into it (`_prose_start`)."""
-    untokenized: bool = False
-    """sqlglot could not even split it into tokens (prose with an apostrophe, often)."""
-    span: tuple[int, int] = (0, 0)
-    """From the statement's first token to its last: the comments around it left out."""
-    first_end: int | None = None
-    """Where the first of several statements ends."""
-    error_at: int | None = None
-    """Where sqlglot met a token it could not read, when text follows it, or where a word of
-    prose starts that sqlglot read as a name ("... FROM singer which lists them")."""
-
-
-@lru_cache(maxsize=8192)
-def _parsed(sql: str, dialect: str) -> _Parse:
-    from sqlglot import exp
-    from sqlglot.errors import ParseError
-
-    parser = _dialect(dialect)
-    try:
-        tokens = parser.tokenize(sql)
-    except Exception:  # sqlglot's tokenizer failing on prose (an apostrophe opens a string)
-        return _Parse(untokenized=True)
-    statements = _split(tokens)
-    if not statements:
-        return _Parse()
-    if len(statements) > 1:
-        return _Parse(first_end=statements[0][-1].end + 1)
-    prose = _prose_start(statements[0])
-    span = (statements[0][0].start, statements[0][-1].end + 1)
-    if not _QUERY_START.match(sql):
-        # DDL and other statements are not parsed (sqlglot would parse many as a generic
-        # command, with a warning): one statement that is not a query, up to any prose.
-        named = _names_a_statement(sql, dialect)
-        line_end = _line_end_of(statements[0])
-        if line_end is not None and (prose is None or line_end < prose):
-            prose = line_end
-        return _Parse(statement=named, clean=prose is None, error_at=prose, span=span)
-    try:
-        trees = parser.parse_tokens(statements[0], sql)
-    except ParseError as exc:
-        return _Parse(error_at=prose if prose is not None else _error_offset(sql, exc))
-    except Exception:  # sqlglot's own failure (recursion on absurd nesting, ...)
-        return _Parse()
-    roots = [t for t in trees if isinstance(t, exp.Expression)]
-    if len(roots) != 1:
-        return _Parse()
-    root = roots[0]
-    if isinstance(root, exp.Command | exp.Alias | exp.Column | exp.Identifier | exp.Literal):
-        return _Parse()  # not a statement sqlglot understood ("SELECT" alone, a name)
-    query = isinstance(root, exp.Query | exp.Values)
-    plausible = query and root.find(exp.From) is not None and not _bare_words_in_select(tokens)
-    return _Parse(
-        statement=True,
-        query=query,
-        plausible=plausible,
-        clean=prose is None,
-        error_at=prose,
-        span=span,
-    )
-
-
-def _error_offset(sql: str, exc: Exception) -> int | None:
-    """The offset of the token sqlglot stopped at, when text follows it (a word of prose after
-    the query); None when it stopped at the end (an incomplete query, not one to cut back)."""
-    errors = getattr(exc, "errors", None) or []
-    if not errors:
-        return None
-    first = errors[0]
-    line, col, highlight = first.get("line"), first.get("col"), first.get("highlight") or ""
-    # "Unexpected token": a word that is not SQL, to cut before even at the end; other errors
-    # at the end mean the query itself is incomplete.
-    unexpected = str(first.get("description", "")).startswith("Invalid expression")
-    if not isinstance(line, int) or not isinstance(col, int):
-        return None
-    if not first.get("end_context") and not unexpected:
-        return None
-    lines = sql.split("\n")
-    if line < 1 or line > len(lines):
-        return None
-    offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - len(highlight)
-    return offset if 0 < offset < len(sql) else None
-
-
-# Words of prose that sqlglot would read as names (an alias, a comma join): a query written in a
-# sentence ends before the first of them. Function words and the verbs of an explanation, in the
-# languages models answer in; one-letter words are left out (aliases such as `a`).
-_PROSE_WORDS = frozenset(
-    {"the", "this", "that", "these", "those", "which", "who", "whom", "whose", "it", "its",
-     "they", "them", "their", "we", "our", "you", "your", "me", "my", "he", "she", "his", "her",
-     "are", "was", "were", "be", "been", "being", "will", "would", "can", "could", "should",
-     "must", "may", "might", "shall", "here", "there", "so", "because", "since", "also", "just",
-     "now", "returns", "gives", "shows", "selects", "finds", "gets", "yields", "produces",
-     "retrieves", "displays", "means", "que", "el", "los", "las", "esta", "este", "son",
-     "cette", "est", "qui", "sont", "der", "die", "das", "diese", "ist", "sind", "und"}
-)  # fmt: skip
-_QUERY_START = re.compile(r"[\s(]*(?:select|with|values|table|from)\b", re.I)
-
-
-def _prose_start(tokens: list[Token]) -> int | None:
-    """Where prose starts inside a span sqlglot may still read: a function word read as a name,
-    or a bare word opening a new line right after a complete term (an alias on its own line is
-    not how SQL is written; a sentence after the query is)."""
-    from sqlglot.tokens import TokenType
-
-    expecting = _expecting()
-    previous = None
-    for token in tokens:
-        kind = token.token_type
-        if kind == TokenType.VAR and token.text.lower() in _PROSE_WORDS:
-            return token.start
-        if (
-            previous is not None
-            and token.line > previous.line
-            and previous.token_type not in expecting
-            and (kind in (TokenType.VAR, TokenType.STAR) or token.text.istitle())
-        ):
-            # A line that opens with a bare word, markdown (**Note:**) or a capitalised word
-            # ("Schema:", "This ...") after a complete term starts a sentence, not a clause.
-            return token.start
-        previous = token
-    return None
-
-
-def _line_end_of(tokens: list[Token]) -> int | None:
-    """Where a statement that is not a query ends in prose: the first line that starts after
-    its parentheses have closed."""
-    from sqlglot.tokens import TokenType
-
-    depth, previous = 0, None
-    for token in tokens:
-        if previous is not None and token.line > previous.line and depth == 0:
-            return token.start
-        depth += (token.token_type == TokenType.L_PAREN) - (token.token_type == TokenType.R_PAREN)
-        previous = token
-    return None
-
-
-def _names_a_statement(sql: str, dialect: str) -> bool:
-    """Whether the guard knows the text's first word as a statement that is not a query (it
-    refuses it by name at execution: DDL, a write, a PRAGMA); "SELEC ..." or prose is not."""
-    from macsql.database.guard import check_statement
-
-    return check_statement(sql, dialect).kind in _NAMED_STATEMENTS
-
-
-_NAMED_STATEMENTS = frozenset(
-    {GuardKind.WRITE, GuardKind.DDL, GuardKind.TRANSACTION, GuardKind.SESSION, GuardKind.LOCKING,
-     GuardKind.FORBIDDEN_COMMAND}
-)  # fmt: skip
-
-
-@lru_cache(maxsize=1)
-def _expecting() -> frozenset[Any]:
-    """Tokens after which SQL must go on (a comma, an operator, a keyword such as FROM or AND):
-    a word on the next line continues the query. After any other token the query may be
-    complete, and a new line that opens like a sentence is prose."""
-    from sqlglot.tokens import TokenType
-
-    names = (
-        "COMMA L_PAREN DOT EQ NEQ GT GTE LT LTE PLUS DASH STAR SLASH MOD DPIPE PIPE AMP CARET "
-        "SELECT FROM WHERE AND OR NOT ON JOIN ALIAS IN IS LIKE ILIKE BETWEEN WHEN THEN ELSE CASE "
-        "HAVING DISTINCT UNION INTERSECT EXCEPT ALL WITH USING INNER LEFT RIGHT FULL OUTER CROSS "
-        "NATURAL GROUP_BY ORDER_BY LIMIT OFFSET VALUES INTO SET PARTITION_BY OVER SEMI ANTI "
-        "EXISTS ANY SOME ESCAPE COLLATE FILTER WINDOW QUALIFY"
-    )
-    return frozenset(getattr(TokenType, n) for n in names.split() if hasattr(TokenType, n))
-
-
-def _split(tokens: list[Token]) -> list[list[Token]]:
-    from sqlglot.tokens import TokenType
-
-    statements: list[list[Token]] = []
-    current: list[Token] = []
-    for token in tokens:
-        if token.token_type == TokenType.SEMICOLON:
-            if current:
-                statements.append(current)
-            current = []
-        else:
-            current.append(token)
-    if current:
-        statements.append(current)
-    return statements
-
-
-@lru_cache(maxsize=2048)
-def _statements(text: str, dialect: str) -> tuple[tuple[str, int], ...] | None:
-    """The text's statements split at its semicolons, with their offsets; comments before or
-    after each are left out (None when it cannot be tokenized)."""
-    try:
-        tokens = _dialect(dialect).tokenize(text)
-    except Exception:
-        return None
-    return tuple((text[s[0].start : s[-1].end + 1], s[0].start) for s in _split(tokens))
-
-
-def _bare_words_in_select(tokens: list[Token]) -> bool:
-    from sqlglot.tokens import TokenType
-
-    depth, in_select, previous, before = 0, False, None, None
-    for token in tokens:
-        kind = token.token_type
-        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
-        if depth == 0 and kind == TokenType.SELECT:
-            in_select = True
-        elif depth == 0 and kind == TokenType.FROM:
-            in_select = False
-        elif (
-            in_select
-            and kind == TokenType.VAR
-            and previous == TokenType.VAR
-            and before != TokenType.DOT  # `T2.birthday age`: a column and its alias
-        ):
-            return True
-        previous, before = kind, previous
-    return False
-
-
-def _looks_like_sql(body: str) -> bool:
-    """Whether a block's first word starts a statement (so a parse failure is broken SQL)."""
-    words = re.sub(r"--[^\n]*|/\*.*?\*/", " ", body, flags=re.S).split()
-    word = words[0].lstrip("(") if words else ""
-    if len(word) > 1 and word.istitle():  # "Select the singers ...": a sentence
-        return False
-    first = word.upper()
-    return first in {"SELECT", "WITH", "VALUES", "TABLE", "FROM", "CREATE", "INSERT", "UPDATE",
-                     "DELETE", "DROP", "ALTER"}  # fmt: skip
-
-
-def _unreadable(body: str, dialect: str) -> str:
-    from macsql.database.guard import check_statement
-
-    reason = check_statement(sql_text(body.strip()), dialect).reason or "it does not parse"
-    return f"SQL that is not one complete {dialect} query ({reason}): {_excerpt(body, 120)}"
-
-
-@lru_cache(maxsize=16)
-def _dialect(name: str) -> _ParsingDialect:
-    return _ParsingDialect(name)
-
-
-class _ParsingDialect:
-    def __init__(self, name: str) -> None:
-        from sqlglot.dialects.dialect import Dialect
-
-        try:
-            self._dialect = Dialect.get_or_raise(name or "")
-        except ValueError:
-            self._dialect = Dialect.get_or_raise("")
-
-    def tokenize(self, sql: str) -> list[Token]:
-        return self._dialect.tokenize(sql)
-
-    def parse_tokens(self, tokens: list[Token], sql: str) -> list[Any]:
-        return self._dialect.parser().parse(tokens, sql)
-
-
-def _excerpt(text: str | None, limit: int = 200) -> str:
-    flat = " ".join((text or "").split())
-    return repr(flat if len(flat) <= limit else flat[:limit] + "...")
