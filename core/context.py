@@ -176,8 +176,9 @@ class BaseContext:
             "'text': agents reply in text (JSON objects, ```sql blocks, or any layout a model "
             "uses), which every chat model can do. 'structured': agents ask for their answer "
             "in a schema (langchain's structured output: tool calling or JSON schema); when "
-            "the server rejects it, that model is asked for text from then on, for as long as "
-            "the process lives.",
+            "the server rejects it or answers outside the schema, the reply is read as text "
+            "and that model is asked for text until the run ends (a Context object is one run "
+            "for this); the next run asks for structured output again.",
             enum=["text", "structured"],
         ),
     )

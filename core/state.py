@@ -95,13 +95,23 @@ class ExecutionRecord(TypedDict, total=False):
     finish_reason: str
     """How the model's reply that wrote this SQL ended, when not normally: 'length' when the
     token limit cut it off."""
+    reply_reading: dict[str, Any]
+    """How the SQL was chosen from a reply that held several queries: the rule, how many
+    candidates, what was passed over and why (`macsql.replies.finder.SqlReading.record`)."""
 
 
 class Fallback(TypedDict):
     """Something an agent's reply did not give as asked, and what was done instead."""
 
     agent: str
-    kind: Literal["unreadable_reply", "no_sql", "cut_off", "structured_output"]
+    kind: Literal[
+        "unreadable_reply",
+        "no_sql",
+        "cut_off",
+        "structured_output",
+        "ambiguous_sql",
+        "no_history",
+    ]
     detail: str
 
 
@@ -324,6 +334,8 @@ class SqlState(TypedDict, total=False):
     """The SQL waiting to be executed; '' when the last reply held none."""
     candidate_finish_reason: str
     """'length' when the reply that wrote `candidate_sql` was cut off; copied to its attempt."""
+    candidate_reading: dict[str, Any]
+    """How `candidate_sql` was chosen from a reply with several queries; copied to its attempt."""
     last_execution: ExecutionRecord
     tries: list[ExecutionRecord]
     """Each execution: sql, outcome, error. Replaced, never appended by a reducer."""

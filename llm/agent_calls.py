@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from macsql.core.context import Agent, BaseContext
 from macsql.llm.calls import ModelReply, call_model
 from macsql.llm.settings import ModelSettings
+from macsql.llm.structured import StructuredRun
 
 
 def settings_for(context: BaseContext, agent: Agent) -> ModelSettings:
@@ -37,5 +38,23 @@ def call_agent(
     'structured'; the reply's text is always there to read too."""
     wanted = schema if context.reply_format == "structured" else None
     return call_model(
-        settings_for(context, agent), agent.value, prompt, system=system, schema=wanted
+        settings_for(context, agent),
+        agent.value,
+        prompt,
+        system=system,
+        schema=wanted,
+        structured_run=structured_run_of(context) if wanted is not None else None,
     )
+
+
+def structured_run_of(context: BaseContext) -> StructuredRun:
+    """The run's memory of structured output, kept on its context object: LangGraph hands the
+    same object to every node of a run (and an eval to every item), and a new run brings a new
+    one, so a refusal is said once a run and a long-lived host tries again in its next run."""
+    run = vars(context).get(_RUN_KEY)
+    if run is None:
+        run = vars(context).setdefault(_RUN_KEY, StructuredRun())
+    return run
+
+
+_RUN_KEY = "_macsql_structured_run"

@@ -37,7 +37,7 @@ from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model, is_
 from macsql.llm.reasoning import reasoning_beside, split_reasoning
 from macsql.llm.request_slots import model_request_slot
 from macsql.llm.settings import ModelSettings
-from macsql.llm.structured import StructuredAttempt, ask_structured
+from macsql.llm.structured import StructuredAttempt, StructuredRun, ask_structured
 from macsql.llm.traces import traced
 
 MODEL_FAILURE_PREFIXES = ("model call failed", "model configuration error")
@@ -105,11 +105,12 @@ def call_model(
     *,
     system: str | None = None,
     schema: type[BaseModel] | None = None,
+    structured_run: StructuredRun | None = None,
 ) -> ModelReply:
     """Call the model once for `agent` (which names the call in usage and tags); a network,
     server or config failure becomes `error`. With `schema`, structured output is asked for
     where the model supports it (a rejected request then counts in usage, and the call is made
-    again in text)."""
+    again in text); `structured_run` remembers refusals and notes for the run."""
     messages: list[BaseMessage]
     messages = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
     if system:
@@ -130,7 +131,9 @@ def call_model(
             started_structured = time.monotonic()
             try:
                 attempt = _within_deadline(
-                    lambda _stop: ask_structured(settings, model, schema, messages, config),
+                    lambda _stop: ask_structured(
+                        settings, model, schema, messages, config, structured_run
+                    ),
                     started_structured + settings.timeout - built,
                     settings,
                 )
@@ -139,8 +142,10 @@ def call_model(
             built += time.monotonic() - started_structured  # a refusal's time counts too
         if attempt.error is not None:
             return _failed_call(settings, agent, attempt.error, attempt.latency)
-        if attempt.raw is not None:
-            return _reply_of(attempt.raw, agent, attempt.latency, attempt.parsed)
+        if attempt.raw is not None:  # answered: in the schema, or to be read as text
+            answered = _reply_of(attempt.raw, agent, attempt.latency, attempt.parsed)
+            answered.notes = attempt.notes
+            return answered
     with model_request_slot():  # latency and the deadline count from the slot, not the wait
         started = time.perf_counter()
         try:
@@ -327,13 +332,33 @@ def fix_for(exc: BaseException, settings: ModelSettings) -> str | None:
 def _text_of(message: Any) -> str:
     content = message.content if isinstance(message, AIMessage | BaseMessage) else message
     if isinstance(content, list):  # content blocks; reasoning blocks are read apart
-        return "".join(
+        text = "".join(
             (b.get("text", "") if b.get("type", "text") == "text" else "")
             if isinstance(b, dict)
             else str(b)
             for b in content
         )
-    return str(content or "")
+    else:
+        text = str(content or "")
+    calls = _tool_calls_text(message)
+    return f"{text}\n{calls}".strip() if calls else text
+
+
+def _tool_calls_text(message: Any) -> str:
+    """A message's tool calls as JSON text (`[{"name", "arguments"}]`), so that an answer given
+    as a tool call is read like one written in text: a model may call a tool nobody offered,
+    or answer a structured request in a shape that does not fit."""
+    import json
+
+    calls = [
+        {"name": c.get("name"), "arguments": c.get("args")}
+        for c in getattr(message, "tool_calls", None) or []
+    ]
+    calls += [
+        {"name": c.get("name"), "arguments": c.get("args")}
+        for c in getattr(message, "invalid_tool_calls", None) or []
+    ]
+    return json.dumps(calls, ensure_ascii=False) if calls else ""
 
 
 def _first_line(exc: BaseException) -> str:

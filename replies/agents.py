@@ -23,6 +23,7 @@ from macsql.core.failures import no_sql_execution
 from macsql.core.state import ExecutionRecord, Fallback, SqlState, Usage, merge_usage
 from macsql.llm.agent_calls import call_agent
 from macsql.llm.calls import ModelReply
+from macsql.llm.traces import annotate_call
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import dialect_name
 from macsql.replies.reader import SqlReading, extract_json_object, json_field, read_sql
@@ -45,6 +46,8 @@ class WrittenSql:
     fallbacks: list[Fallback] = field(default_factory=list)
     structured: dict[str, Any] | None = None
     """The answer's fields, when it was given in the agent's schema."""
+    reading: dict[str, Any] = field(default_factory=dict)
+    """How the query was chosen from a reply with several (`SqlReading.record`)."""
 
     def no_sql_record(self) -> ExecutionRecord:
         """The execution record of a reply without SQL, so the Refiner sees it as an error."""
@@ -58,6 +61,7 @@ class WrittenSql:
         return {
             "candidate_sql": self.sql or "",
             "candidate_finish_reason": "length" if self.finish_reason == "length" else "",
+            "candidate_reading": self.reading if self.sql else {},
         }
 
 
@@ -102,6 +106,11 @@ def write_sql(
     if reading.sql is None:
         detail = f"the reply held no SQL query: {reading.found}"
         fallbacks.append({"agent": agent.value, "kind": "no_sql", "detail": detail})
+    elif reading.ambiguous:
+        fallbacks.append(ambiguous_choice(runtime, agent, reading, step=step))
+    record = reading.record()
+    if record:
+        annotate_call(agent.value, reply_reading=record)
     return WrittenSql(
         reading.sql,
         # A tool-call answer has no text; its fields stand in (R^3 keeps the reply in history).
@@ -111,7 +120,21 @@ def write_sql(
         finish_reason=reply.finish_reason,
         fallbacks=fallbacks,
         structured=reply.structured,
+        reading=record,
     )
+
+
+def ambiguous_choice(
+    runtime: Any, agent: Agent, reading: SqlReading, step: str | None = None
+) -> Fallback:
+    """The record of a query chosen from a reply that did not mark one final answer clearly."""
+    others = "; ".join(reading.passed_over[:3]) or "none"
+    detail = (
+        f"{reading.ambiguous} (rule: {reading.rule}; {reading.candidates} candidates; "
+        f"passed over: {others})"
+    )
+    emit(runtime, agent, "fallback", step=step, reason=detail)
+    return {"agent": agent.value, "kind": "ambiguous_sql", "detail": detail}
 
 
 def sql_of(reply: ModelReply, dialect: str) -> SqlReading:

@@ -6,7 +6,7 @@ the table map, the verdict, ...), so the nodes read a structured answer and a te
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -30,18 +30,6 @@ class SelectorAnswer(BaseModel):
     """MAC-SQL's Selector: what to keep of each table."""
 
     tables: list[TableChoice]
-
-    @staticmethod
-    def as_selection(answer: dict[str, Any]) -> dict[str, Any]:
-        """The table map of the text layout ({table: "keep_all" | "drop_all" | [columns]})."""
-        selection: dict[str, Any] = {}
-        for item in answer.get("tables") or answer.get("Tables") or []:
-            if isinstance(item, dict) and item.get("table"):
-                keep = str(item.get("keep") or "keep_all").lower()
-                selection[str(item["table"])] = (
-                    list(item.get("columns") or []) if keep == "columns" else keep
-                )
-        return selection
 
 
 class ReviewAnswer(BaseModel):

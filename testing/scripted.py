@@ -9,8 +9,9 @@
 Both take a *responder*: a list of replies used in order, or a function from the prompt text to
 a reply. A reply is the answer's text; a `dict` (an answer in a schema's fields, sent as tool-call
 arguments or `response_format` content to a structured request, and as JSON text otherwise); a
-`ScriptedReply` (text with a reasoning model's `reasoning_content`, or a `finish_reason` such as
-`"length"`); an `int` (for the server), sent as that HTTP error status; or an exception.
+`ScriptedReply` (text with a reasoning model's `reasoning_content`, a `finish_reason` such as
+`"length"`, or tool calls made whatever the request offered); an `int` (for the server), sent
+as that HTTP error status; or an exception.
 
 The server speaks the parts of the API that real models' replies exercise: tool calls and
 `response_format` (or, with `reject_structured=True`, the HTTP 400 of servers that support
@@ -73,6 +74,9 @@ class ScriptedReply:
     """Sent as `reasoning_content` beside the answer (vLLM's reasoning parsers, DeepSeek)."""
     finish_reason: str = "stop"
     """'length' plays a reply cut off at the token limit."""
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    """(name, arguments) of tool calls the model makes whatever the request offered (a model
+    that answers by calling a tool nobody offered it)."""
 
 
 Reply = str | int | BaseException | dict[str, Any] | ScriptedReply | Trickle | Silent
@@ -198,9 +202,14 @@ class ScriptedChatModel(BaseChatModel):
     @staticmethod
     def _extras(parts: ScriptedReply) -> dict[str, Any]:
         reasoning = {"reasoning_content": parts.reasoning} if parts.reasoning else {}
+        calls = [
+            {"name": name, "args": arguments, "id": f"call_{i}", "type": "tool_call"}
+            for i, (name, arguments) in enumerate(parts.tool_calls)
+        ]
         return {
             "additional_kwargs": reasoning,
             "response_metadata": {"finish_reason": parts.finish_reason},
+            **({"tool_calls": calls} if calls else {}),
         }
 
     def _generate(
@@ -225,10 +234,16 @@ class ScriptedChatModel(BaseChatModel):
         pieces = [reply[i : i + 16] for i in range(0, len(reply), 16)] or [""]
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1
+            extras = self._extras(parts) if last else {}
+            calls = extras.pop("tool_calls", [])
             chunk = AIMessageChunk(
                 content=piece,
                 usage_metadata=usage if last else None,
-                **(self._extras(parts) if last else {}),
+                tool_call_chunks=[
+                    {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": n}
+                    for n, c in enumerate(calls)
+                ],
+                **extras,
             )
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=ChatGenerationChunk(message=chunk))
@@ -268,6 +283,16 @@ def _message(parts: ScriptedReply, body: dict[str, Any], structured: str) -> dic
                 "type": "function",
                 "function": {"name": tool, "arguments": json.dumps(parts.content)},
             }
+        ]
+    if parts.tool_calls:
+        message["content"] = message["content"] or None
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for name, arguments in parts.tool_calls
         ]
     if parts.reasoning:
         message["reasoning_content"] = parts.reasoning

@@ -259,19 +259,101 @@ def test_a_follow_up_on_the_previous_sql_shows_it_to_every_pipelines_writer(
 
 
 @pytest.mark.needs_data("spider")
-def test_an_unreachable_rewriter_leaves_the_question_as_asked(tmp_path: Any) -> None:
+def test_an_unreachable_rewriter_gives_the_writer_the_previous_question_and_sql(
+    tmp_path: Any,
+) -> None:
+    # No rewrite to use: never the bare follow-up alone (issue 24), and the output says so.
+    earlier = {"question": ASKED[0], "sql": SQL[ASKED[0]]}
+
     def failing_rewriter(prompt: str) -> str | int:
-        return 503 if prompt.startswith(REWRITER) else respond(prompt)
+        if prompt.startswith(REWRITER):
+            return 503
+        asked = prompt.rsplit("[Question]", 1)[1]
+        assert ASKED[0] in asked and SQL[ASKED[0]] in asked  # the earlier turn, with its SQL
+        return f"```sql\n{SQL[STANDALONE[ASKED[1]][0]]}\n```"
 
     with ScriptedOpenAIServer(failing_rewriter) as server:
         out = get_pipeline("macsql").invoke(
-            {
-                "question": ASKED[0],
-                "db": CONCERT,
-                "turns": [{"question": "How many singers are there?", "sql": "SELECT 1"}],
-            },
+            {"question": ASKED[1], "db": CONCERT, "turns": [earlier]},
             context=_context(server, model_max_retries=0),
         )
-    assert out["standalone_question"] == ASKED[0]
-    assert out["status"] == "ok" and out["rows"] == ROWS[0]
+    assert out["standalone_question"].startswith(ASKED[1])
+    assert ASKED[0] in out["standalone_question"]
+    assert out["status"] == "ok" and out["rows"] == ROWS[1]
     assert out["usage"]["contextualizer"]["calls"] == 1
+    assert [(f["agent"], f["kind"]) for f in out["fallbacks"]] == [
+        ("contextualizer", "unreadable_reply")
+    ]
+    assert "the rewriter failed" in out["fallbacks"][0]["detail"]
+
+
+# --------------------------------------------------------------------------- issue 24
+
+REWRITE_FORMS = {
+    "bare question": "{q}",
+    "json": '{{"standalone_question": "{q}", "builds_on_previous_sql": false}}',
+    "bold label": "**Question:** {q}\n**Builds on the previous SQL:** no",
+    "standalone label": "Standalone question: {q}",
+    "rewritten label, full-width colon": "Rewritten question：{q}",
+    "introduced on the next line": 'Sure! Here is the rewritten question:\n\n"{q}"',
+    "after thinking": "<think>Question: And the oldest?</think>\nQuestion: {q}",
+}
+
+
+@pytest.mark.parametrize("form", list(REWRITE_FORMS))
+@pytest.mark.needs_data("spider")
+def test_the_rewrite_is_read_in_any_form(form: str) -> None:
+    standalone = STANDALONE[ASKED[1]][0]
+
+    def rewriter(prompt: str) -> str:
+        if prompt.startswith(REWRITER):
+            return REWRITE_FORMS[form].format(q=standalone)
+        return respond(prompt)
+
+    with ScriptedOpenAIServer(rewriter) as server:
+        out = get_pipeline("macsql").invoke(
+            {"question": ASKED[1], "db": CONCERT, "turns": [{"question": ASKED[0]}]},
+            context=_context(server),
+        )
+    assert out["standalone_question"] == standalone
+    assert out["rows"] == ROWS[1] and out["fallbacks"] == []
+
+
+@pytest.mark.needs_data("spider")
+def test_an_unreadable_rewrite_gives_the_writer_the_previous_question_and_sql() -> None:
+    earlier = {"question": ASKED[0], "sql": SQL[ASKED[0]], "outcome": "ok"}
+
+    def rewriter(prompt: str) -> str:
+        if prompt.startswith(REWRITER):
+            return "I'm sorry, I can't tell what you mean."
+        asked = prompt.rsplit("[Question]", 1)[1]
+        assert ASKED[1] in asked and ASKED[0] in asked and SQL[ASKED[0]] in asked
+        return f"```sql\n{SQL[STANDALONE[ASKED[1]][0]]}\n```"
+
+    with ScriptedOpenAIServer(rewriter) as server:
+        out = get_pipeline("macsql").invoke(
+            {"question": ASKED[1], "db": CONCERT, "turns": [earlier]}, context=_context(server)
+        )
+    assert out["rows"] == ROWS[1]
+    (fallback,) = out["fallbacks"]
+    assert (fallback["agent"], fallback["kind"]) == ("contextualizer", "unreadable_reply")
+    assert "held no standalone question" in fallback["detail"]
+    assert "previous question and its SQL" in fallback["detail"]
+
+
+@pytest.mark.needs_data("spider")
+def test_a_follow_up_on_an_empty_thread_is_noted() -> None:
+    def writer(prompt: str) -> str:
+        assert not prompt.startswith(REWRITER)  # nothing to rewrite with: no model call
+        return "```sql\nSELECT Name FROM singer\n```"
+
+    with ScriptedOpenAIServer(writer) as server:
+        outputs = [
+            get_pipeline("macsql").invoke({"question": q, "db": CONCERT}, context=_context(server))
+            for q in (ASKED[2], ASKED[0])
+        ]
+    follow_up, standalone = outputs
+    (note,) = follow_up["fallbacks"]
+    assert (note["agent"], note["kind"]) == ("contextualizer", "no_history")
+    assert "'same'" in note["detail"] and follow_up["status"] == "ok"
+    assert standalone["fallbacks"] == []  # a standalone question gets no note

@@ -73,4 +73,4 @@ def test_the_stale_statements_are_gone() -> None:
     development = (DOCS / "development.md").read_text()
     assert "max_retries=0" in development
     reply_format = next(f for f in fields(Context) if f.name == "reply_format")
-    assert "for as long as the process lives" in reply_format.metadata["description"]
+    assert "the next run asks for structured output again" in reply_format.metadata["description"]

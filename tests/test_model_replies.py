@@ -23,18 +23,14 @@ from macsql.llm.agent_calls import call_agent
 from macsql.llm.calls import call_model
 from macsql.llm.openai_client import ReasoningChatOpenAI
 from macsql.llm.settings import ModelSettings
-from macsql.llm.structured import forget_rejections
+from macsql.llm.structured import StructuredRun
+from macsql.replies.reader import read_sql
 from macsql.replies.schemas import SqlAnswer
 from macsql.testing.scripted import ScriptedOpenAIServer, ScriptedReply
 
 CONCERT = str(spider_db("concert_singer"))
 FINAL = "SELECT count(*) FROM singer"
 DRAFT = "SELECT count(*) FROM concert"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_refusals() -> None:
-    forget_rejections()
 
 
 def _settings(server: ScriptedOpenAIServer, **extra: Any) -> ModelSettings:
@@ -192,11 +188,12 @@ def test_structured_output_when_supported_and_its_refusal_said_once(
     assert answered.structured == {"reasoning": "r", "sql": FINAL}
 
     replies = [{"reasoning": "r", "sql": FINAL}] * 2
+    run = StructuredRun()  # one run: the refusal is remembered and said once
     with ScriptedOpenAIServer(replies, reject_structured=True) as server:
         settings = _settings(server)
         with caplog.at_level(logging.WARNING, logger="macsql"):
-            first = call_model(settings, "decomposer", "q", schema=SqlAnswer)
-            second = call_model(settings, "decomposer", "q", schema=SqlAnswer)
+            first = call_model(settings, "decomposer", "q", schema=SqlAnswer, structured_run=run)
+            second = call_model(settings, "decomposer", "q", schema=SqlAnswer, structured_run=run)
         refused = [b for b in server.bodies if b.get("response_format") or b.get("tools")]
     assert len(refused) == 1 and server.requests == 3  # one refusal, then text twice
     assert first.structured is None and FINAL in first.text
@@ -219,3 +216,118 @@ def test_reply_settings_are_checked() -> None:
     with pytest.raises(ContextError, match="max_output_tokens"):
         Context(max_output_tokens=0)
     assert Context().reply_format == "text" and Context().max_output_tokens == 4096
+
+
+# --------------------------------------------------------------------------- issue 24
+
+
+def test_an_answer_that_does_not_fit_the_schema_is_read_as_text_said_once_a_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The server accepts response_format but answers free text, then JSON of another shape.
+    replies = [f"```sql\n{FINAL}\n```", json.dumps({"answer": FINAL})] * 2
+    with ScriptedOpenAIServer(replies) as server:
+        settings = _settings(server)
+        with caplog.at_level(logging.WARNING, logger="macsql"):
+            for run in (StructuredRun(), StructuredRun()):
+                first = call_model(
+                    settings, "decomposer", "q", schema=SqlAnswer, structured_run=run
+                )
+                second = call_model(
+                    settings, "decomposer", "q", schema=SqlAnswer, structured_run=run
+                )
+                assert first.error is None and first.structured is None
+                assert [read_sql(r.text).sql for r in (first, second)] == [FINAL, FINAL]
+                assert len(first.notes) == 1 and second.notes == []  # once a run
+                assert "reply_format=text" in first.notes[0]
+        asked = [b for b in server.bodies if b.get("response_format") or b.get("tools")]
+    assert len(asked) == 4 and server.requests == 4  # one request each: nothing asked twice
+    assert len([r for r in caplog.records if "structured-output" in r.getMessage()]) == 2
+
+
+@pytest.mark.needs_data("spider")
+def test_a_refusal_is_remembered_for_the_run_not_the_process() -> None:
+    # A long-lived host: each run (a new context) asks for structured output again.
+    with ScriptedOpenAIServer(
+        lambda prompt: f"```sql\n{FINAL}\n```", reject_structured=True
+    ) as server:
+        outputs = [
+            graph.invoke(
+                {"question": "How many singers?", "db": CONCERT},
+                context=Context(
+                    model="openai:scripted",
+                    base_url=server.base_url,
+                    api_key="k",
+                    dataset_style="spider",
+                    reply_format="structured",
+                ),
+            )
+            for _ in range(2)
+        ]
+        refused = [b for b in server.bodies if b.get("response_format") or b.get("tools")]
+    assert len(refused) == 2  # once in each run
+    for out in outputs:
+        assert out["sql"] == FINAL
+        assert [f["kind"] for f in out["fallbacks"]] == ["structured_output"]
+
+
+def test_a_tool_call_nobody_offered_is_read() -> None:
+    reply = ScriptedReply("", tool_calls=(("execute_sql", {"query": FINAL}),))
+    with ScriptedOpenAIServer(lambda prompt: reply) as server:
+        answered = call_model(_settings(server), "decomposer", "question")
+        streamed = ReasoningChatOpenAI(model="x", base_url=server.base_url, api_key="k")
+        assert _stream(streamed).tool_calls[0]["args"] == {"query": FINAL}
+    assert answered.error is None and read_sql(answered.text).sql == FINAL
+
+
+@pytest.mark.needs_data("spider")
+def test_how_the_query_was_chosen_is_on_its_attempt_and_an_ambiguous_choice_is_a_fallback(
+    scripted: Any,
+) -> None:
+    replies = [
+        f"```sql\n{FINAL}\n```\nFor example, you could also write:\n```sql\n{DRAFT}\n```",
+        f"For example:\n```sql\n{FINAL}\n```",  # only an example: used, and said
+    ]
+    for reply, ambiguous in zip(replies, (False, True), strict=True):
+        _model, context = scripted([reply], dataset_style="spider")
+        states = graph.stream(
+            {"question": "How many singers?", "db": CONCERT}, context=context, stream_mode="values"
+        )
+        final = list(states)[-1]
+        assert final["sql"] == FINAL
+        reading = final["tries"][0].get("reply_reading", {})
+        kinds = [f["kind"] for f in final["fallbacks"]]
+        if ambiguous:
+            assert kinds == ["ambiguous_sql"] and "introduced as an example" in reading["ambiguous"]
+        else:
+            assert kinds == [] and reading["candidates"] == 2
+            assert reading["passed_over"] == [f"an alternative ('could also'): {DRAFT!r}"]
+
+
+@pytest.mark.needs_data("spider")
+@pytest.mark.parametrize(
+    ("selection", "fallback"),
+    [
+        ('{"tables": {"COUNTRY": "keep", "city": false, "countrylanguage": false}}', None),
+        ('["country"]', None),
+        ('{"country": "keep_all", "planets": "keep_all"}', "unknown table 'planets' ignored"),
+        ('{"tables": {"planets": "keep_all"}}', "names no table of the schema, full schema kept"),
+        ('{"country": "maybe", "city": "drop_all"}', "unrecognised choice for 'country'"),
+    ],
+)
+def test_the_selectors_reply_is_applied_or_its_fallback_says_why(
+    selection: str, fallback: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def respond(prompt: str) -> str:
+        if "You are the Selector" in prompt:
+            return selection
+        return "SELECT count(*) FROM country"
+
+    with ScriptedOpenAIServer(respond) as server:
+        args = ["ask", "How many countries?", "--db", str(spider_db("world_1")), "--json"]
+        code = main([*args, "--model", "openai:x", "--base-url", server.base_url, "--api-key", "k"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and out["selector_used"] and out["rows"] == [[239]]
+    details = [f["detail"] for f in out["fallbacks"] if f["agent"] == "selector"]
+    assert len(details) == (0 if fallback is None else 1)
+    assert fallback is None or fallback in details[0]

@@ -1,4 +1,4 @@
-"""`macsql eval` end to end for every reply layout a real model uses (issue 12).
+"""`macsql eval` end to end for every reply layout a real model uses (issues 12 and 24).
 
 The real langchain-openai client talks to the local scripted OpenAI-compatible server, whose
 model answers every agent right, but in one layout per run: the papers' fences, bare SQL, SQL in
@@ -7,6 +7,11 @@ prose, unclosed fences, JSON with a `sql` key and Python-literal dicts, `<think>
 output (a server that supports tool calls / JSON schema, and one that rejects them). Each run
 must reach EX 100 on Spider dev items that include wide databases (so the Selector runs and its
 map is applied), with no fallback recorded except the ones the layout causes.
+
+Issue 24 adds one eval per class of layouts the reader was not shown before (containers without
+`;`, several candidate queries, model-family markup), each rotating its class's layouts over the
+items and the Selector's answer over its shapes, and two evals against a server that ignores
+`response_format`.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ from conftest import SPIDER, spider_eval_args
 from sqlglot import exp
 
 from macsql.cli.main import main
-from macsql.llm.structured import forget_rejections
 from macsql.testing.scripted import Reply, ScriptedOpenAIServer, ScriptedReply
 
 pytestmark = pytest.mark.skipif(
@@ -189,7 +193,6 @@ def _eval(
     *options: str,
     reject_structured: bool = False,
 ) -> dict[str, Any]:
-    forget_rejections()
     out = tmp_path / pipeline
     with ScriptedOpenAIServer(responder, reject_structured=reject_structured) as server:
         code = main(
@@ -330,3 +333,160 @@ def test_structured_output_falls_back_to_text_once_when_the_server_rejects_it(
     notes = [f for r in run["results"] for f in r["fallbacks"]]
     assert [f["kind"] for f in notes] == ["structured_output"]
     assert "not supported" in notes[0]["detail"]
+
+
+# --------------------------------------------------------------------------- issue 24 classes
+
+
+def _json_tool_call(sql: str) -> str:
+    call = {"name": "execute_sql", "arguments": {"query": sql}}
+    return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+
+CLASSES: dict[str, list[Callable[[str], Reply]]] = {
+    # SQL in a container without `;`: tags in any case, inline code, labels with prose after.
+    "containers": [
+        lambda sql: f"<sql>{sql}</sql>",
+        lambda sql: f"Here it is:\n<SQL>\n{sql}\n</SQL>\nIt reads the needed tables.",
+        lambda sql: f"<Query>{sql}</Query>",
+        lambda sql: f"The query `{sql}` answers it.",
+        lambda sql: f"Query: {sql} -- it reads the needed tables",
+        lambda sql: f"Answer: {sql}, which answers the question.",
+        lambda sql: f"SQL: {sql}\nThis returns what was asked.",
+        lambda sql: f"<answer>\n{sql}\n</answer>",
+    ],
+    # Several candidates: the one marked final or given plainly, never the example, the draft
+    # or the echoed DDL, whatever their position.
+    "several_candidates": [
+        lambda sql: f"```sql\n{sql}\n```\nFor example, you could also write:\n```sql\n{DRAFT}\n```",
+        lambda sql: f"My first attempt:\n```sql\n{DRAFT}\n```\nFinal answer:\n{sql}",
+        lambda sql: (
+            f"Sub question 1: the rows\nSQL\n```sql\n{DRAFT}\n```\n"
+            f"Sub question 2: the answer\nSQL: {sql}"
+        ),
+        lambda sql: f"```sql\n{sql}\n```\nThe table:\n```sql\nCREATE TABLE t (a INT)\n```",
+        lambda sql: f"<answer>{sql}</answer>\nAlternatively:\n```sql\n{DRAFT}\n```",
+    ],
+    # Model-family markup: raw channel markers, full-width punctuation, JSON answers under other
+    # keys, tool-call shaped text, and OpenAI tool calls when no tool was offered.
+    "markup": [
+        lambda sql: (
+            f"<|channel|>analysis<|message|>Maybe {DRAFT}.<|end|>"
+            f"<|start|>assistant<|channel|>final<|message|>{sql}<|return|>"
+        ),
+        lambda sql: f"查询如下：{sql}；这个查询返回结果。",
+        lambda sql: json.dumps({"answer": sql}),
+        lambda sql: json.dumps({"reasoning": f"not {DRAFT}", "final": sql}),
+        _json_tool_call,
+        lambda sql: ScriptedReply("", tool_calls=(("execute_sql", {"query": sql}),)),
+    ],
+}
+
+
+def _wrapped(tables: list[str], used: set[str], columns: dict[str, list[str]]) -> Any:
+    return {"tables": {t: "keep_all" if t.lower() in used else "drop_all" for t in tables}}
+
+
+def _keep_drop_words(tables: list[str], used: set[str], columns: dict[str, list[str]]) -> Any:
+    return {t.upper(): "keep" if t.lower() in used else "drop" for t in tables}
+
+
+def _booleans(tables: list[str], used: set[str], columns: dict[str, list[str]]) -> Any:
+    return {t: t.lower() in used for t in tables}
+
+
+def _kept_list(tables: list[str], used: set[str], columns: dict[str, list[str]]) -> Any:
+    return [t for t in tables if t.lower() in used]
+
+
+def _dotted_columns(tables: list[str], used: set[str], columns: dict[str, list[str]]) -> Any:
+    return {"columns": [f"{t}.{c}" for t in tables if t.lower() in used for c in columns[t]]}
+
+
+SELECTION_SHAPES = [_wrapped, _keep_drop_words, _booleans, _kept_list, _dotted_columns]
+
+
+class RotatingResponder(LayoutResponder):
+    """Right answers whose layout depends on the item: item i of the dev slice answers in the
+    class's layout i mod k, and its Selector in shape i mod 5. Records the tables each writer
+    prompt's schema showed, to check that every shape of the Selector's answer was applied."""
+
+    def __init__(self, layouts: list[Callable[[str], Reply]]) -> None:
+        super().__init__("papers")
+        self.layouts = layouts
+        self.order = [item["question"] for item in _dev()]
+        self.shown: dict[str, set[str]] = {}
+        self.offered: dict[str, set[str]] = {}
+        self.asked = ""
+
+    def question_in(self, prompt: str) -> str:
+        self.asked = super().question_in(prompt)
+        return self.asked
+
+    def answer_sql(self, sql: str) -> Reply:
+        return self.layouts[self.order.index(self.asked) % len(self.layouts)](sql)
+
+    def selection(self, prompt: str) -> Reply:
+        gold = self.gold[self.question_in(prompt)]
+        used = {t.name.lower() for t in sqlglot.parse_one(gold, read="sqlite").find_all(exp.Table)}
+        schema = prompt.rsplit("<schema>", 1)[-1].split("</schema>", 1)[0]
+        blocks = re.findall(r"^# Table: (\S+)\n\[\n(.*?)^\]", schema, re.M | re.S)
+        columns = {t: re.findall(r"^\s*\((\S+?):", body, re.M) for t, body in blocks}
+        tables = list(columns)
+        self.offered[self.asked] = {t.lower() for t in tables}
+        shape = SELECTION_SHAPES[self.order.index(self.asked) % len(SELECTION_SHAPES)]
+        return f"```json\n{json.dumps(shape(tables, used, columns))}\n```"
+
+    def __call__(self, prompt: str) -> Reply:
+        if "You are the Decomposer" in prompt:
+            schema = prompt.rsplit("<schema>", 1)[-1].split("</schema>", 1)[0]
+            shown = {t.lower() for t in re.findall(r"^# Table: (\S+)", schema, re.M)}
+            self.shown[self.question_in(prompt)] = shown
+        return super().__call__(prompt)
+
+
+@pytest.mark.parametrize("reply_class", sorted(CLASSES))
+def test_every_class_of_layout_reaches_ex_100(
+    reply_class: str, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    responder = RotatingResponder(CLASSES[reply_class])
+    run = _eval(data_dir, tmp_path, capsys, responder, "macsql", "--traces")
+    # Right the first time, read without a doubt: no fallback, no Refiner.
+    assert run["calls"] == {"selector": 6, "decomposer": len(ITEMS)}
+    assert _fallbacks(run) == []
+    # A query chosen among several says how, on its model call in the traces.
+    traces = [json.loads(line) for line in (tmp_path / "macsql" / "traces.jsonl").open()]
+    readings = [c["reply_reading"] for t in traces for c in t["calls"] if "reply_reading" in c]
+    if reply_class == "several_candidates":
+        assert len(readings) == len(ITEMS) and all(r["candidates"] == 2 for r in readings)
+        assert all(r["passed_over"] and r["rule"] for r in readings)
+    # Every shape of the Selector's answer was applied: the writer saw the used tables, and
+    # fewer than all (a table whose stored values matched the question stays too).
+    for item in _dev():
+        if item["db_id"] in WIDE:
+            gold = sqlglot.parse_one(item["query"], read="sqlite")
+            used = {t.name.lower() for t in gold.find_all(exp.Table)}
+            shown = responder.shown[item["question"]]
+            assert used <= shown < responder.offered[item["question"]], item["question"]
+
+
+@pytest.mark.parametrize("other_shape", [False, True], ids=["plain_text", "json_of_another_shape"])
+def test_a_server_that_ignores_response_format_falls_back_and_the_eval_completes(
+    other_shape: bool, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The request asks for a schema; the server answers as if it had not (free text, or JSON
+    # under other keys): read as text, said once for the run, and the eval completes.
+    class Ignoring(LayoutResponder):
+        def answer_sql(self, sql: str) -> Reply:
+            return json.dumps({"query": sql}) if other_shape else f"```sql\n{sql}\n```"
+
+        def answer(self, obj: dict[str, Any]) -> Reply:
+            return json.dumps(obj) if other_shape else f"Here:\n{json.dumps(obj)}"
+
+    responder = Ignoring("papers")
+    run = _eval(data_dir, tmp_path, capsys, responder, "macsql", "--set", "reply_format=structured")
+    asked = [b for b in run["bodies"] if b.get("response_format") or b.get("tools")]
+    assert len(asked) == len(run["bodies"])  # every request asked for a schema
+    notes = [f for r in run["results"] for f in r["fallbacks"]]
+    assert [f["kind"] for f in notes] == ["structured_output"]  # once for the run
+    assert "reply_format=text" in notes[0]["detail"]  # the setting to change

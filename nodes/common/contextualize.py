@@ -8,7 +8,6 @@ model is called.
 
 from __future__ import annotations
 
-import re
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -22,10 +21,9 @@ from macsql.core.state import ConversationTurn, Fallback, PipelineState, Usage
 from macsql.llm.agent_calls import call_agent
 from macsql.nodes.common.close_turn import closed_turn, on_thread, open_turn
 from macsql.prompts import render_prompt
+from macsql.replies.follow_ups import follow_up_cue
 from macsql.replies.reader import extract_sql
-
-_QUESTION_LINE = re.compile(r"^\s*\**\s*question\s*\**\s*:\s*(.+)$", re.I | re.M)
-_BUILDS_LINE = re.compile(r"builds on the previous sql\s*\**\s*:\s*\**\s*(yes|no)", re.I)
+from macsql.replies.rewrite import read_rewrite
 
 
 def message_text(message: AnyMessage) -> str:
@@ -80,11 +78,10 @@ def render_history(turns: list[ConversationTurn]) -> str:
 
 
 def parse_rewrite(reply: str) -> tuple[str | None, bool]:
-    """The standalone question and whether it builds on the previous SQL."""
-    found = _QUESTION_LINE.findall(reply or "")
-    question = found[-1].strip().strip('"').strip() if found else None
-    builds = _BUILDS_LINE.search(reply or "")
-    return question or None, bool(builds and builds.group(1).lower() == "yes")
+    """The standalone question and whether it builds on the previous SQL, from a reply in any
+    form (`macsql.replies.rewrite`)."""
+    rewrite = read_rewrite(reply)
+    return rewrite.question, rewrite.builds_on_sql
 
 
 def has_conversation(state: PipelineState, on_thread: bool) -> bool:
@@ -96,6 +93,8 @@ def has_conversation(state: PipelineState, on_thread: bool) -> bool:
     if on_thread or state.get("turns") or state.get("messages") or state.get("asked"):
         return True
     question = state.get("question") or ""
+    if follow_up_cue(question) is not None:  # to be noted: a follow-up with nothing before it
+        return True
     standalone = state.get("standalone_question")
     if not question or question != question.strip() or standalone not in (None, question):
         return True
@@ -145,6 +144,9 @@ def _contextualize(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeline
     if already_standalone:  # rewritten by the caller (or an enclosing graph), with its context
         update["previous_sql"] = state.get("previous_sql") or ""
     if not history or not question or already_standalone:
+        cue = follow_up_cue(question) if question and not already_standalone else None
+        if cue is not None:
+            update["fallbacks"] = cast(list[Fallback], Overwrite([_no_history(runtime, cue)]))
         return update
     emit(runtime, Agent.CONTEXTUALIZER, "start", turns=len(history))
     prompt = render_prompt(
@@ -155,17 +157,54 @@ def _contextualize(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeline
     )
     reply = call_agent(context, Agent.CONTEXTUALIZER, prompt)
     update["usage"] = cast(Usage, Overwrite(reply.usage))
-    if reply.failed:  # the asked question goes on as it is; the writer may still cope
+    if reply.failed:
         emit(runtime, Agent.CONTEXTUALIZER, "error", error=reply.error)
-        return update
+        return _not_rewritten(update, history[-1], f"the rewriter failed ({reply.error})", runtime)
     standalone, builds = parse_rewrite(reply.text)
-    standalone = standalone or question
+    if standalone is None:
+        excerpt = " ".join(reply.text.split())[:160]
+        why = f"the rewriter's reply held no standalone question ({excerpt!r})"
+        return _not_rewritten(update, history[-1], why, runtime)
     update["question"] = standalone
     update["standalone_question"] = standalone
     if builds and history[-1].get("sql"):
         update["previous_sql"] = history[-1].get("sql", "")
     emit(runtime, Agent.CONTEXTUALIZER, "done", question=standalone, builds_on_sql=builds)
     return update
+
+
+def _not_rewritten(
+    update: PipelineState, previous: ConversationTurn, why: str, runtime: Any
+) -> PipelineState:
+    """No rewrite to use: the writer gets the follow-up with the previous question and its SQL
+    (never the bare follow-up, which may mean nothing alone), and the output says so."""
+    question = update.get("question") or ""
+    before = previous.get("standalone_question") or previous.get("question") or ""
+    sql = previous.get("sql") or ""
+    if before:
+        question = f'{question} (a follow-up to the earlier question "{before}")'
+    update["question"] = question
+    update["standalone_question"] = question
+    update["previous_sql"] = sql
+    given = "the previous question and its SQL" if sql else "the previous question"
+    detail = f"{why}; the writer was given the follow-up with {given}"
+    emit(runtime, Agent.CONTEXTUALIZER, "fallback", reason=detail)
+    fallback: Fallback = {
+        "agent": Agent.CONTEXTUALIZER.value,
+        "kind": "unreadable_reply",
+        "detail": detail,
+    }
+    update["fallbacks"] = cast(list[Fallback], Overwrite([fallback]))
+    return update
+
+
+def _no_history(runtime: Any, cue: str) -> Fallback:
+    detail = (
+        f"the question reads like a follow-up ({cue!r}) but there is no earlier question in this "
+        "conversation: it was answered as it stands"
+    )
+    emit(runtime, Agent.CONTEXTUALIZER, "fallback", reason=detail)
+    return {"agent": Agent.CONTEXTUALIZER.value, "kind": "no_history", "detail": detail}
 
 
 def _db_label(state: Any) -> str:

@@ -111,6 +111,8 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
     record = execute_and_analyse(state["db"], sql, context)
     if state.get("candidate_finish_reason") == "length":
         record["finish_reason"] = "length"
+    if state.get("candidate_reading"):
+        record["reply_reading"] = state.get("candidate_reading") or {}
     # The tries keep what the output needs of each execution, not its timing.
     tried = record.copy()
     tried.pop("elapsed", None)
@@ -130,6 +132,7 @@ def executor_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineS
         "tries": tries,
         "candidate_sql": "",
         "candidate_finish_reason": "",
+        "candidate_reading": {},
         **final_fields(tries),
     }
 

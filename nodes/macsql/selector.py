@@ -14,9 +14,10 @@ from macsql.llm.traces import annotate_call
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.schema_text import render_foreign_keys, render_schema
-from macsql.replies.agents import reply_fallbacks, reply_fields, unreadable
-from macsql.replies.reader import json_field
+from macsql.replies.agents import reply_fallbacks, unreadable
+from macsql.replies.reader import extract_json_value
 from macsql.replies.schemas import SelectorAnswer
+from macsql.replies.selection import selection_of
 
 
 def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
@@ -46,13 +47,13 @@ def _select(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
     if reply.failed:
         fallback = f"selector model failed, full schema kept: {reply.error}"
     else:
-        selection = reply_fields(reply)
-        if selection is not None and isinstance(json_field(selection, "tables"), list):
-            # The structured layout ({"tables": [{"table", "keep", "columns"}]}), as fields
-            # or as text from a server that could not enforce the schema.
-            selection = SelectorAnswer.as_selection(selection)
-        if selection is None:
+        # The structured answer, or the reply's last JSON object or list, in any shape.
+        found = reply.structured if reply.structured is not None else extract_json_value(reply.text)
+        selection, unread = selection_of(found, schema) if found is not None else (None, [])
+        if found is None:
             fallback = "selector reply held no JSON object, full schema kept"
+        elif selection is None:
+            fallback = "; ".join(unread) + ", full schema kept"
         else:
             matched = (state.get("linking") or {}).get("values") or []
             pinned = [(m["table"], m["column"]) for m in matched]

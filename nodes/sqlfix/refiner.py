@@ -154,6 +154,7 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
     emit(runtime, AGENT, "done", attempt=attempt, choice=choice, sql=sql)
     update["candidate_sql"] = sql or ""
     update["candidate_finish_reason"] = written.candidate().get("candidate_finish_reason", "")
+    update["candidate_reading"] = written.reading if choice == 0 and sql else {}
     update["repair_choice"] = choice
     update["explanation"] = explanation or written.text.strip()[:1000]
     if sql is None:

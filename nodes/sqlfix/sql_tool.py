@@ -9,6 +9,7 @@ plain text-to-SQL prompt, the way the paper plugs in a fine-tuned text-to-SQL mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from langgraph.runtime import Runtime
 
@@ -40,6 +41,8 @@ class GeneratedSql:
     """For a reply with no SQL, the record that tells the Refiner what it held instead."""
     fallbacks: list[Fallback] = field(default_factory=list)
     finish_reason: str = ""
+    reading: dict[str, Any] = field(default_factory=dict)
+    """How the SQL was chosen from a reply with several queries."""
 
 
 def generate_sql(
@@ -59,6 +62,7 @@ def generate_sql(
             no_sql=update.get("last_execution"),
             fallbacks=update.get("fallbacks") or [],
             finish_reason=update.get("candidate_finish_reason", ""),
+            reading=update.get("candidate_reading") or {},
         )
     emit(runtime, SQL_TOOL_AGENT, "start", model=context.sql_generator)
     written = write_sql(
@@ -79,6 +83,7 @@ def generate_sql(
         no_sql=written.no_sql_record() if written.sql is None else None,
         fallbacks=written.fallbacks,
         finish_reason=written.candidate().get("candidate_finish_reason", ""),
+        reading=written.reading if written.sql else {},
     )
 
 
@@ -120,6 +125,7 @@ def sql_tool_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFix
         "usage": generated.usage,
         "candidate_sql": generated.sql or "",
         "candidate_finish_reason": generated.finish_reason,
+        "candidate_reading": generated.reading,
         "original_sql": generated.sql or "",
         "fallbacks": generated.fallbacks,
     }

@@ -1,0 +1,272 @@
+"""The containers a model's reply puts its answer in: fences, XML-like tags, inline code, JSON.
+
+Each finder returns positions in the reply's text, so a reader can tell what came first and what
+encloses what. `structure_text` gives the same text with full-width punctuation made ASCII,
+character for character, so that positions found in one are positions in the other.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Full-width punctuation (Chinese and Japanese keyboards) as the ASCII a reader looks for.
+_FULL_WIDTH = str.maketrans("；：，（）！？", ";:,()!?")
+_ANY_FULL_WIDTH = re.compile("[；：，（）！？]")
+
+
+def structure_text(text: str) -> str:
+    """`text` with full-width punctuation as ASCII, one character for one."""
+    return text.translate(_FULL_WIDTH) if _ANY_FULL_WIDTH.search(text) else text
+
+
+def sql_text(sql: str) -> str:
+    """A query with full-width punctuation outside its quotes as ASCII (`；` ends a statement);
+    inside string literals and quoted names it is data and stays."""
+    if not _ANY_FULL_WIDTH.search(sql):
+        return sql
+    out: list[str] = []
+    closing = ""
+    for char in sql:
+        if closing:
+            if char == closing:
+                closing = ""
+            out.append(char)
+            continue
+        if char in "'\"`[":
+            closing = "]" if char == "[" else char
+        out.append(char.translate(_FULL_WIDTH))
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- fences
+
+# A fence: ``` (or ~~~) and its first line (a tag, or code on one line), then the body up to the
+# closing fence or the end of the reply (a reply cut off by the token limit leaves it open).
+_FENCE = re.compile(r"(```|~~~)([^\n`]*)(?:\n|(?=```|~~~))?(.*?)(\1|\Z)", re.S)
+_STATEMENT_WORDS = frozenset({"select", "with", "values", "table", "from"})
+# Fences in these languages hold code or data, never the query itself.
+NOT_SQL_TAGS = frozenset(
+    {"python", "py", "python3", "javascript", "js", "typescript", "ts", "bash", "sh", "shell",
+     "console", "yaml", "yml", "xml", "html", "csv", "markdown", "md"}
+)  # fmt: skip
+# A block in one of these is SQL by the model's own word: when it does not parse, it is broken SQL.
+SQL_TAGS = frozenset(
+    {"sql", "sqlite", "sqlite3", "postgresql", "postgres", "psql", "pgsql", "plpgsql", "mysql",
+     "mariadb", "tsql", "mssql", "plsql", "duckdb", "bigquery", "snowflake", "spark", "hive"}
+)  # fmt: skip
+_KNOWN_TAGS = NOT_SQL_TAGS | SQL_TAGS | {"json", "text", "plaintext", "txt"}
+
+
+@dataclass(frozen=True)
+class Fence:
+    start: int
+    end: int
+    tag: str
+    body_start: int
+    """Where `body` starts in the text (code on the fence's own line starts after its tag)."""
+    body: str
+    closed: bool
+
+
+def fences(text: str) -> list[Fence]:
+    """Every fenced block; code on the fence's own line ("```SELECT 1```") is its body."""
+    out = []
+    for match in _FENCE.finditer(text):
+        head, body, close = match.group(2), match.group(3), match.group(4)
+        word, _, rest = head.strip().partition(" ")
+        head_start = match.start(2) + len(head) - len(head.lstrip())
+        if word.lower() in _STATEMENT_WORDS or (rest and word.lower() not in _KNOWN_TAGS):
+            # Code on the fence's line: the body starts there (positions stay the text's).
+            tag, body_start = "", head_start
+            body = text[head_start : match.end(3)]
+        elif rest:
+            tag = word.lower()
+            body_start = head_start + len(word) + 1
+            body = text[body_start : match.end(3)]
+        else:
+            tag, body_start = word.lower(), match.start(3)
+        out.append(Fence(match.start(), match.end(), tag, body_start, body, bool(close)))
+    return out
+
+
+# --------------------------------------------------------------------------- tags
+
+
+@dataclass(frozen=True)
+class Tag:
+    """An XML-like pair `<name>...</name>` (any case); `inner_*` is what it encloses."""
+
+    name: str
+    start: int
+    end: int
+    inner_start: int
+    inner_end: int
+
+
+_TAG = re.compile(r"<(/?)([A-Za-z][\w:.-]{0,40})\s*(/?)>")
+
+
+def tag_marks(text: str) -> list[re.Match[str]]:
+    """Every opening or closing tag (without attributes: `<b AND c>` in SQL is not one). An
+    opening tag right after a word, a quote or `%` is data (`x<y>z`, `LIKE '%<humor>%'`)."""
+    return [
+        m
+        for m in _TAG.finditer(text)
+        if not m.group(3)
+        and (m.group(1) or m.start() == 0 or text[m.start() - 1] not in _BEFORE_DATA)
+    ]
+
+
+_BEFORE_DATA = frozenset("'\"%`_") | frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+)
+
+
+def tag_pairs(marks: list[re.Match[str]]) -> list[Tag]:
+    """Opening and closing tags matched by name (any case), innermost first closed."""
+    pairs: list[Tag] = []
+    stack: list[re.Match[str]] = []
+    for mark in marks:
+        name = mark.group(2).lower()
+        if not mark.group(1):
+            stack.append(mark)
+            continue
+        for depth in range(len(stack) - 1, -1, -1):
+            if stack[depth].group(2).lower() == name:
+                opening = stack[depth]
+                del stack[depth:]
+                pairs.append(Tag(name, opening.start(), mark.end(), opening.end(), mark.start()))
+                break
+    return pairs
+
+
+# --------------------------------------------------------------------------- inline code
+
+_INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+
+
+def inline_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) of the code inside each `single-backtick` span."""
+    return [
+        (m.start(1), m.end(1))
+        for m in _INLINE.finditer(text, start, len(text) if end is None else end)
+    ]
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def object_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each top-level {...} in the text, braces inside strings ignored."""
+    if "{" not in text:
+        return []
+    spans: list[tuple[int, int]] = []
+    depth, start, quote, escaped = 0, 0, "", False
+    for i, char in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif depth and char in "\"'":
+            quote = char
+        elif char == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i + 1))
+    return spans
+
+
+def array_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each top-level [...] in the text, brackets inside strings ignored."""
+    if "[" not in text:
+        return []
+    spans: list[tuple[int, int]] = []
+    depth, start, quote, escaped = 0, 0, "", False
+    for i, char in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif depth and char in "\"'":
+            quote = char
+        elif char == "[":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif char == "]" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i + 1))
+    return spans
+
+
+_LITERALS_TO_PYTHON = {"true": "True", "false": "False", "null": "None"}
+_STRING = re.compile(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'", re.S)
+_COMMENT = re.compile(r"//[^\n]*|#[^\n]*|/\*.*?\*/", re.S)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_WORD = re.compile(r"\b(true|false|null)\b")
+
+
+def lenient_value(text: str, opening: str = "{") -> Any:
+    """A dict (or, with `opening="["`, a list) from JSON, JSON with comments and trailing
+    commas, or a Python literal; None when the text is none of these."""
+    text = text.strip()
+    if not text.startswith(opening):
+        return None
+    kind = dict if opening == "{" else list
+    for attempt in (_strict_json, _cleaned_json, _python_literal):
+        try:
+            value = attempt(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, kind):
+            return value
+    return None
+
+
+def lenient_object(text: str) -> dict[str, Any] | None:
+    """A dict from JSON, JSON with comments and trailing commas, or a Python literal."""
+    value = lenient_value(text)
+    return value if isinstance(value, dict) else None
+
+
+def _strict_json(text: str) -> Any:
+    return json.loads(text, strict=False)  # a raw line break inside a string is common
+
+
+def _cleaned_json(text: str) -> Any:
+    return json.loads(_clean(text, {}), strict=False)
+
+
+def _python_literal(text: str) -> Any:
+    return ast.literal_eval(_clean(text, _LITERALS_TO_PYTHON))
+
+
+def _clean(text: str, words: dict[str, str]) -> str:
+    """Comments (// # /* */) and trailing commas removed, bare `words` replaced; strings kept."""
+    out: list[str] = []
+    position = 0
+    for string in [*_STRING.finditer(text), None]:
+        code = text[position : string.start() if string else len(text)]
+        code = _TRAILING_COMMA.sub(r"\1", _COMMENT.sub("", code))
+        if words:
+            code = _WORD.sub(lambda m: words[m.group(1)], code)
+        out.append(code)
+        if string is not None:
+            out.append(string.group(0))
+            position = string.end()
+    return "".join(out)
