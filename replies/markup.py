@@ -7,7 +7,6 @@ character for character, so that positions found in one are positions in the oth
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass
@@ -214,24 +213,20 @@ def array_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-_LITERALS_TO_PYTHON = {"true": "True", "false": "False", "null": "None"}
-_STRING = re.compile(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'", re.S)
-_COMMENT = re.compile(r"//[^\n]*|#[^\n]*|/\*.*?\*/", re.S)
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-_WORD = re.compile(r"\b(true|false|null)\b")
-
-
 def lenient_value(text: str, opening: str = "{") -> Any:
-    """A dict (or, with `opening="["`, a list) from JSON, JSON with comments and trailing
-    commas, or a Python literal; None when the text is none of these."""
+    """A dict (or, with `opening="["`, a list) from JSON, or from what models write for JSON
+    (comments, trailing commas, single quotes, Python's True/None), repaired by `json_repair`;
+    None when the text holds no such value. Only a whole value is repaired: one cut off before
+    its closing bracket is not guessed at (a cut `{"verdict": "pa` is no verdict)."""
     text = text.strip()
     if not text.startswith(opening):
         return None
     kind = dict if opening == "{" else list
-    for attempt in (_strict_json, _cleaned_json, _python_literal):
+    whole = (object_spans if opening == "{" else array_spans)(text) == [(0, len(text))]
+    for attempt in (_strict_json, _repaired_json) if whole else (_strict_json,):
         try:
             value = attempt(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        except (ValueError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(value, kind):
             return value
@@ -239,7 +234,7 @@ def lenient_value(text: str, opening: str = "{") -> Any:
 
 
 def lenient_object(text: str) -> dict[str, Any] | None:
-    """A dict from JSON, JSON with comments and trailing commas, or a Python literal."""
+    """A dict from JSON or repairable JSON (see `lenient_value`)."""
     value = lenient_value(text)
     return value if isinstance(value, dict) else None
 
@@ -248,25 +243,7 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, strict=False)  # a raw line break inside a string is common
 
 
-def _cleaned_json(text: str) -> Any:
-    return json.loads(_clean(text, {}), strict=False)
+def _repaired_json(text: str) -> Any:
+    import json_repair  # only replies that are not JSON as they stand pay for the import
 
-
-def _python_literal(text: str) -> Any:
-    return ast.literal_eval(_clean(text, _LITERALS_TO_PYTHON))
-
-
-def _clean(text: str, words: dict[str, str]) -> str:
-    """Comments (// # /* */) and trailing commas removed, bare `words` replaced; strings kept."""
-    out: list[str] = []
-    position = 0
-    for string in [*_STRING.finditer(text), None]:
-        code = text[position : string.start() if string else len(text)]
-        code = _TRAILING_COMMA.sub(r"\1", _COMMENT.sub("", code))
-        if words:
-            code = _WORD.sub(lambda m: words[m.group(1)], code)
-        out.append(code)
-        if string is not None:
-            out.append(string.group(0))
-            position = string.end()
-    return "".join(out)
+    return json_repair.loads(text, skip_json_loads=True)
