@@ -178,10 +178,10 @@ def main() -> None:
             warm_up(questions(args.limit), [], base_url, work)
             plain = eval_figures(args.limit, args.concurrency, base_url, work, processes=1)
             yappi.set_clock_type("cpu")
-            yappi.start(builtins=False, profile_threads=True)
             for _ in range(args.repeat):
+                yappi.start(builtins=False, profile_threads=True)
                 eval_figures(args.limit, args.concurrency, base_url, work, processes=1)
-            yappi.stop()
+                yappi.stop()
     finally:
         stop_server(server)
     stats = yappi.get_func_stats()
