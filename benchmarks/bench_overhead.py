@@ -66,7 +66,7 @@ def questions(limit: int) -> list[dict[str, Any]]:
     """The first `limit` Spider dev questions whose database is here (as the eval's `--limit`
     counts them when no database is missing among them)."""
     dev = json.loads((SPIDER / "dev.json").read_text(encoding="utf-8"))
-    runnable = [d for d in dev if (SPIDER / "database" / d["db_id"]).is_dir()]
+    runnable = [d for d in dev if Path(_db(d)).is_file()]
     return runnable[:limit]
 
 
@@ -161,10 +161,14 @@ def eval_argv(
     return argv + (["--processes", str(processes)] if processes else [])
 
 
-def _eval_summary(out: str) -> dict[str, float]:
+def _eval_summary(out: str, figures: dict[str, float], limit: int) -> dict[str, float]:
+    """`figures` per question that ran (the first `limit` items may hold skipped ones), with
+    the run's model calls per question and EX."""
     summary = json.loads((Path(out) / "summary.json").read_text())
-    calls = summary["tokens_total"]["calls"]
-    return {"calls_per_q": calls / summary["n_scored"], "ex": summary["ex"]}
+    ran = summary["n_scored"]
+    per_ran = {k: v * limit / ran for k, v in figures.items()}
+    calls = summary["tokens_total"]["calls"] / ran
+    return {**per_ran, "calls_per_q": calls, "ex": summary["ex"], "questions": ran}
 
 
 def eval_figures(
@@ -179,7 +183,7 @@ def eval_figures(
         code = main(eval_argv(limit, concurrency, base_url, out, processes))
     if code != 0:
         raise SystemExit(f"eval exited {code}")
-    return {**figures, **_eval_summary(out)}
+    return _eval_summary(out, figures, limit)
 
 
 def fresh_eval_figures(limit: int, concurrency: int, base_url: str, work: Path) -> dict[str, float]:
@@ -193,7 +197,7 @@ def fresh_eval_figures(limit: int, concurrency: int, base_url: str, work: Path) 
     if done.returncode != 0:
         raise SystemExit(f"eval exited {done.returncode}:\n{done.stderr}")
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"wall_ms": 1000 * wall / limit, "cpu_ms": 1000 * cpu / limit, **_eval_summary(out)}
+    return _eval_summary(out, {"wall_ms": 1000 * wall / limit, "cpu_ms": 1000 * cpu / limit}, limit)
 
 
 def warm_up(items: list[dict[str, Any]], contexts: list[Any], base_url: str, work: Path) -> None:

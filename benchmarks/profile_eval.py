@@ -188,12 +188,12 @@ def main() -> None:
     if args.pstats:
         stats.save(args.pstats, type="pstat")
     total, by_stage, by_component, calls = breakdown(stats)
-    questions_run = args.limit * args.repeat
+    questions_run = int(plain["questions"]) * args.repeat
     unprofiled_ms = plain["cpu_ms"]
     scale = unprofiled_ms / (1000 * total / questions_run)
     print(
-        f"{args.limit} questions x {args.repeat} evals in one warm process, concurrency "
-        f"{args.concurrency}, --processes 1; load average {os.getloadavg()[0]:.2f} on "
+        f"{int(plain['questions'])} questions x {args.repeat} evals in one warm process, "
+        f"concurrency {args.concurrency}, --processes 1; load average {os.getloadavg()[0]:.2f} on "
         f"{os.cpu_count()} cores"
     )
     print(
