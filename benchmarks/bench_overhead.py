@@ -21,7 +21,7 @@ question on the first 100 questions. The server runs in its own process, so its 
 counted; the eval's worker processes are (they have ended when their figure is taken).
 
 `eval, fresh process` runs the same command as `python -m macsql.cli.main eval`, imports
-included, once per round at the first concurrency.
+included, once per round at the first concurrency. `--cases` picks some of the four.
 
 Then the eval throughput check: 972 Spider dev questions against a server that answers every
 call after 0.2 s, `--concurrency 32`, default settings; the target is a wall time within 1.1x
@@ -246,16 +246,25 @@ def overhead(args: argparse.Namespace) -> None:
             warm_up(items, [in_process, over_http], base_url, work)
             for r in range(args.rounds):
                 for c in levels:
-                    cases: list[tuple[str, Callable[[], dict[str, float]]]] = [
-                        ("graph, in-process model", partial(graph_figures, items, in_process, c)),
-                        ("graph, OpenAI client", partial(graph_figures, items, over_http, c)),
-                        ("eval", partial(eval_figures, len(items), c, base_url, work)),
+                    cases: list[tuple[str, str, Callable[[], dict[str, float]]]] = [
+                        (
+                            "graph",
+                            "graph, in-process model",
+                            partial(graph_figures, items, in_process, c),
+                        ),
+                        (
+                            "client",
+                            "graph, OpenAI client",
+                            partial(graph_figures, items, over_http, c),
+                        ),
+                        ("eval", "eval", partial(eval_figures, len(items), c, base_url, work)),
                     ]
-                    if c == levels[0] and not args.no_fresh:
+                    if c == levels[0]:
                         fresh = partial(fresh_eval_figures, len(items), c, base_url, work)
-                        cases.append(("eval, fresh process", fresh))
-                    for name, case in cases:
-                        runs.setdefault(f"{name} | {c}", []).append(case())
+                        cases.append(("fresh", "eval, fresh process", fresh))
+                    for short, name, case in cases:
+                        if short in args.cases.split(","):
+                            runs.setdefault(f"{name} | {c}", []).append(case())
                 print(f"round {r + 1}/{args.rounds} done; {_load()}", flush=True)
     finally:
         stats = stop_server(server)
@@ -277,6 +286,8 @@ def overhead(args: argparse.Namespace) -> None:
             f"{figures[-1]['calls_per_q']:>9.2f}{'' if ex is None else f'{ex:.1f}':>7}"
         )
     sys.stdout.flush()
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs, indent=1))
 
 
 def _spread(values: list[float]) -> str:
@@ -310,7 +321,13 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", default="1,32", help="comma-separated levels")
-    parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-process eval")
+    parser.add_argument(
+        "--cases",
+        default="graph,client,eval,fresh",
+        help="which to run: graph (in-process model), client (OpenAI client), eval, fresh "
+        "(the eval in a fresh process, at the first concurrency only)",
+    )
+    parser.add_argument("--json", default=None, help="also write every run's figures here")
     parser.add_argument("--no-throughput", action="store_true")
     parser.add_argument("--throughput-only", action="store_true")
     args = parser.parse_args()
