@@ -191,7 +191,26 @@ def _check(sql: str, dialect: str) -> GuardVerdict:
 
 
 def _statements(text: str, dialect: str) -> list[str] | None:
-    """The text's statements split at its semicolons (None when it cannot be tokenized)."""
+    """The text's statements split at its semicolons (None when it cannot be tokenized).
+
+    A text with no comment and no semicolon but a final one is at most one statement, and its
+    tokens would span it from its first to its last character that is not a blank: that span
+    is taken without tokenizing (a quarter of a reply's reading). Should the text not tokenize
+    after all, its one piece does not parse either, and every caller rejects it as it would
+    have rejected None."""
+    body = text.strip()  # what sqlglot's tokenizer skips between tokens: str.isspace()
+    if body.endswith(";"):
+        body = body[:-1].rstrip()
+    if not any(mark in body for mark in _SEPARATOR_OR_COMMENT):
+        return [body] if body else []
+    return _tokenized_statements(text, dialect)
+
+
+# What starts a separator or a comment in some dialect (MySQL's #, Snowflake's //).
+_SEPARATOR_OR_COMMENT = (";", "--", "/*", "#", "//")
+
+
+def _tokenized_statements(text: str, dialect: str) -> list[str] | None:
     from sqlglot.tokens import TokenType
 
     try:
