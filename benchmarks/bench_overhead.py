@@ -178,12 +178,27 @@ def eval_figures(
     from macsql.cli.main import main
 
     out = tempfile.mkdtemp(prefix="eval-", dir=work)
+    if processes != 1:
+        _until_forkable()
     figures: dict[str, float] = {}
     with measured(figures, limit), contextlib.redirect_stdout(io.StringIO()):
         code = main(eval_argv(limit, concurrency, base_url, out, processes))
     if code != 0:
         raise SystemExit(f"eval exited {code}")
     return _eval_summary(out, figures, limit)
+
+
+def _until_forkable(most_s: float = 5.0) -> None:
+    """Wait for the threads a previous case left (the query watchdog ends after 1 s idle):
+    with another thread alive, the eval spawns its worker processes instead of forking them,
+    and each spawned child imports everything again (as in a fresh process)."""
+    from macsql.evals.scheduler import start_method
+
+    give_up = time.monotonic() + most_s
+    while start_method() != "fork" and time.monotonic() < give_up:
+        time.sleep(0.05)
+    if start_method() != "fork":
+        print("warning: the eval will spawn its worker processes", file=sys.stderr)
 
 
 def fresh_eval_figures(limit: int, concurrency: int, base_url: str, work: Path) -> dict[str, float]:
