@@ -7,7 +7,8 @@ For the same questions (the first `--limit` Spider dev questions that have a dat
 process, it prints CPU and wall per question of:
 
 - `graph, in-process model`: the MAC-SQL graph's `ainvoke`, as the eval runs it, with the
-  model an in-process `ScriptedChatModel`;
+  model an in-process `ScriptedChatModel` (and, at concurrency 1, `graph.invoke, in-process
+  model`: the sync `invoke`, as `macsql ask` and most hosts call it);
 - `graph, OpenAI client`: the same through the real langchain-openai client, against a local
   scripted OpenAI-compatible server that answers at once;
 - `eval`: the whole `macsql eval` command (dataset, pipeline, scoring, results and reports),
@@ -138,10 +139,25 @@ async def _graph_run(
     return outs
 
 
-def graph_figures(items: list[dict[str, Any]], context: Any, concurrency: int) -> dict[str, float]:
+def _graph_invoke(items: list[dict[str, Any]], context: Any) -> list[dict[str, Any]]:
+    """Every item through the graph's sync `invoke`, one after another (as `macsql ask`)."""
+    from macsql.graph.macsql_graph import graph
+
+    return [
+        graph.invoke({"question": i["question"], "evidence": "", "db": _db(i)}, context=context)
+        for i in items
+    ]
+
+
+def graph_figures(
+    items: list[dict[str, Any]], context: Any, concurrency: int, sync: bool = False
+) -> dict[str, float]:
     figures: dict[str, float] = {}
     with measured(figures, len(items)):
-        outs = asyncio.run(_graph_run(items, context, concurrency))
+        if sync:
+            outs = _graph_invoke(items, context)
+        else:
+            outs = asyncio.run(_graph_run(items, context, concurrency))
     gold = {i["question"]: i["query"] for i in items}
     figures["calls_per_q"] = sum(_calls(o) for o in outs) / len(items)
     figures["gold_sql_share"] = sum(o.get("sql") in gold.values() for o in outs) / len(items)
@@ -274,6 +290,9 @@ def overhead(args: argparse.Namespace) -> None:
                         ),
                         ("eval", "eval", partial(eval_figures, len(items), c, base_url, work)),
                     ]
+                    if c == 1:
+                        sync = partial(graph_figures, items, in_process, 1, sync=True)
+                        cases.insert(1, ("sync", "graph.invoke, in-process model", sync))
                     if c == levels[0]:
                         fresh = partial(fresh_eval_figures, len(items), c, base_url, work)
                         cases.append(("fresh", "eval, fresh process", fresh))
@@ -289,7 +308,7 @@ def overhead(args: argparse.Namespace) -> None:
         f"question; scripted server CPU {stats.get('cpu_s', 0):.2f} s for "
         f"{stats.get('requests', 0)} requests"
     )
-    header = f"{'case':<26}{'concurrency':>12}{'CPU ms':>22}{'wall ms':>22}{'calls/q':>9}{'EX':>7}"
+    header = f"{'case':<32}{'concurrency':>12}{'CPU ms':>22}{'wall ms':>22}{'calls/q':>9}{'EX':>7}"
     print(header)
     for key, figures in runs.items():
         name, c = key.split(" | ")
@@ -297,7 +316,7 @@ def overhead(args: argparse.Namespace) -> None:
         wall = [f["wall_ms"] for f in figures]
         ex = figures[-1].get("ex")
         print(
-            f"{name:<26}{c:>12}{_spread(cpu):>22}{_spread(wall):>22}"
+            f"{name:<32}{c:>12}{_spread(cpu):>22}{_spread(wall):>22}"
             f"{figures[-1]['calls_per_q']:>9.2f}{'' if ex is None else f'{ex:.1f}':>7}"
         )
     sys.stdout.flush()
@@ -338,9 +357,10 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,32", help="comma-separated levels")
     parser.add_argument(
         "--cases",
-        default="graph,client,eval,fresh",
-        help="which to run: graph (in-process model), client (OpenAI client), eval, fresh "
-        "(the eval in a fresh process, at the first concurrency only)",
+        default="graph,sync,client,eval,fresh",
+        help="which to run: graph (in-process model), sync (the same with the sync invoke, at "
+        "concurrency 1 only), client (OpenAI client), eval, fresh (the eval in a fresh process, "
+        "at the first concurrency only)",
     )
     parser.add_argument("--json", default=None, help="also write every run's figures here")
     parser.add_argument("--no-throughput", action="store_true")
