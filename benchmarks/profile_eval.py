@@ -2,6 +2,7 @@
 
 Run: python benchmarks/profile_eval.py [--limit 100] [--concurrency 1] [--repeat 3] [--top 30]
      [--pstats FILE]
+     python benchmarks/profile_eval.py --from-pstats FILE ROOT UNPROFILED_MS QUESTIONS
 
 `macsql eval` runs in this process, after a warm-up (imports, schemas, value indexes, one small
 eval: what a long-lived process has paid already, as `bench_overhead.py` measures it), against
@@ -32,6 +33,7 @@ import os
 import re
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +162,56 @@ def breakdown(stats: Any) -> tuple[float, dict[str, float], collections.Counter[
     return total, by_stage, by_component, calls
 
 
+@dataclass
+class _SavedStat:
+    """A function's figures as read back from a saved profile (pstats layout)."""
+
+    module: str
+    name: str
+    ncall: int
+    tsub: float
+    ttot: float
+
+
+def saved_stats(path: str, root: str) -> list[_SavedStat]:
+    """The stats of a profile saved with `--pstats`, with the project's files under `root`
+    (the tree it was taken in) mapped to this one, so that another version's profile reads
+    the same way."""
+    import pstats
+
+    here = str(ROOT)
+    return [
+        _SavedStat(file.replace(root.rstrip("/"), here, 1), name, calls, tsub, ttot)
+        for (file, _line, name), (_cc, calls, tsub, ttot, _callers) in pstats.Stats(
+            path
+        ).stats.items()  # type: ignore[attr-defined]
+    ]
+
+
+def report(stats: Any, unprofiled_ms: float, questions_run: int, top: int) -> None:
+    total, by_stage, by_component, calls = breakdown(stats)
+    scale = unprofiled_ms / (1000 * total / questions_run)
+    print(
+        f"unprofiled eval: {unprofiled_ms:.2f} ms of CPU per question; profiled: "
+        f"{1000 * total / questions_run:.2f} ms (x{1 / scale:.2f}); "
+        f"{calls / questions_run:,.0f} Python calls per question"
+    )
+
+    def row(name: str, seconds: float) -> str:
+        share = seconds / total
+        return f"{name:<52}{100 * share:>7.1f}%{share * unprofiled_ms:>9.2f}"
+
+    print(f"\n{'stage (inclusive, may nest)':<52}{'share':>8}{'ms/q':>9}")
+    for name, _, _ in STAGES:
+        print(row(name, by_stage[name]))
+    print(f"\n{'component (own code)':<52}{'share':>8}{'ms/q':>9}")
+    for name, seconds in by_component.most_common(top):
+        print(row(name, seconds))
+    rest = sum(s for _, s in by_component.most_common()[top:])
+    if rest:
+        print(row("(the rest)", rest))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=100)
@@ -167,7 +219,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="profiled evals, added up")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--pstats", default=None, help="also save the profile (pstats format)")
+    parser.add_argument(
+        "--from-pstats",
+        nargs=4,
+        metavar=("FILE", "ROOT", "UNPROFILED_MS", "QUESTIONS"),
+        help="print the tables of a saved profile instead: taken in the tree ROOT, with the "
+        "unprofiled CPU per question and the questions it covered that its run printed",
+    )
     args = parser.parse_args()
+    if args.from_pstats:
+        file, root, unprofiled_ms, questions_run = args.from_pstats
+        report(saved_stats(file, root), float(unprofiled_ms), int(questions_run), args.top)
+        return
     os.environ.setdefault("MACSQL_CACHE_DIR", tempfile.mkdtemp(prefix="macsql-profile-cache-"))
     import yappi
     from bench_overhead import eval_figures, questions, warm_up
@@ -188,34 +251,13 @@ def main() -> None:
     stats = yappi.get_func_stats()
     if args.pstats:
         stats.save(args.pstats, type="pstat")
-    total, by_stage, by_component, calls = breakdown(stats)
     questions_run = int(plain["questions"]) * args.repeat
-    unprofiled_ms = plain["cpu_ms"]
-    scale = unprofiled_ms / (1000 * total / questions_run)
     print(
         f"{int(plain['questions'])} questions x {args.repeat} evals in one warm process, "
         f"concurrency {args.concurrency}, --processes 1; load average {os.getloadavg()[0]:.2f} on "
-        f"{os.cpu_count()} cores"
+        f"{os.cpu_count()} cores; {questions_run} questions profiled"
     )
-    print(
-        f"unprofiled eval right before: {unprofiled_ms:.2f} ms of CPU per question; profiled: "
-        f"{1000 * total / questions_run:.2f} ms (x{1 / scale:.2f}); "
-        f"{calls / questions_run:,.0f} Python calls per question"
-    )
-
-    def row(name: str, seconds: float) -> str:
-        share = seconds / total
-        return f"{name:<52}{100 * share:>7.1f}%{share * unprofiled_ms:>9.2f}"
-
-    print(f"\n{'stage (inclusive, may nest)':<52}{'share':>8}{'ms/q':>9}")
-    for name, _, _ in STAGES:
-        print(row(name, by_stage[name]))
-    print(f"\n{'component (own code)':<52}{'share':>8}{'ms/q':>9}")
-    for name, seconds in by_component.most_common(args.top):
-        print(row(name, seconds))
-    rest = sum(s for _, s in by_component.most_common()[args.top :])
-    if rest:
-        print(row("(the rest)", rest))
+    report(stats, plain["cpu_ms"], questions_run, args.top)
 
 
 if __name__ == "__main__":
