@@ -48,6 +48,8 @@ LIBRARIES = {
     "httpx": "httpx (with httpcore, h11)",
     "httpcore": "httpx (with httpcore, h11)",
     "h11": "httpx (with httpcore, h11)",
+    "httpx2": "httpx2 (the OpenAI client's URLs, headers)",
+    "httpcore2": "httpx2 (the OpenAI client's URLs, headers)",
     "langchain_core": "langchain-core",
     "langsmith": "langsmith",
     "langgraph": "langgraph",
