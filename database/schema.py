@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
-import functools
 import hashlib
 import json
 import os
@@ -104,7 +103,8 @@ class SchemaInfo:
     def to_dict(self) -> dict[str, Any]:
         """`dataclasses.asdict(self)`, without its deep copy of every value through `copy`:
         a linked schema is converted on every question (~10x faster on a wide schema)."""
-        return _plain(self)  # type: ignore[no-any-return]
+        plain: dict[str, Any] = _plain(self)
+        return plain
 
     # A cached schema serves every question on its database: convert it once.
     # (cached_property keeps it out of asdict(), which only walks the fields.)
@@ -130,9 +130,14 @@ class SchemaInfo:
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def _plain(value: Any) -> Any:
