@@ -41,12 +41,18 @@ TARGET = 1.25
 # --- the model server (child process) --------------------------------------------------------
 
 
-def _responder(dev_json: Path):  # type: ignore[no-untyped-def]
+def _responder(dev_json: Path, wrong_half: bool = False):  # type: ignore[no-untyped-def]
     """Replies by agent: the Selector keeps every table, the Decomposer (and the Refiner, should
-    a gold query fail) writes the gold SQL of the question in the prompt."""
+    a gold query fail) writes the gold SQL of the question in the prompt. With `wrong_half`,
+    the Decomposer's SQL fails to run for every other question of the file (an unknown column
+    over the gold query), so that the Refiner runs for those, as it would for a real model."""
     gold: dict[str, str] = {}
-    for rec in json.loads(dev_json.read_text(encoding="utf-8")):
-        gold.setdefault(rec["question"].strip(), rec["query"])
+    wrong: set[str] = set()
+    for position, rec in enumerate(json.loads(dev_json.read_text(encoding="utf-8"))):
+        question = rec["question"].strip()
+        if question not in gold and wrong_half and position % 2 == 0:
+            wrong.add(question)
+        gold.setdefault(question, rec["query"])
 
     def task_of(prompt: str) -> tuple[str, str]:
         task = prompt.rsplit("Your task.", 1)[-1]
@@ -63,13 +69,21 @@ def _responder(dev_json: Path):  # type: ignore[no-untyped-def]
         sql = gold.get(question, "SELECT 1")
         return f"Sub question 1: {question}\nSQL\n```sql\n{sql}\n```\nQuestion Solved."
 
-    return {"selector": select, "decomposer": solve, "refiner": solve}
+    def decompose(prompt: str) -> str:
+        _, question = task_of(prompt)
+        if question not in wrong:
+            return solve(prompt)
+        sql = f"SELECT no_such_column FROM ({gold[question].strip().rstrip(';')})"
+        return f"Sub question 1: {question}\nSQL\n```sql\n{sql}\n```\nQuestion Solved."
+
+    return {"selector": select, "decomposer": decompose, "refiner": solve}
 
 
-def serve(delay: float) -> None:
+def serve(delay: float, wrong_half: bool = False) -> None:
     from macsql.testing.scripted import ScriptedOpenAIServer
 
-    with ScriptedOpenAIServer(_responder(SPIDER / "dev.json"), delay=delay) as server:
+    responder = _responder(SPIDER / "dev.json", wrong_half)
+    with ScriptedOpenAIServer(responder, delay=delay) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()  # until the parent closes our stdin
         stats = {
@@ -78,6 +92,26 @@ def serve(delay: float) -> None:
             "cpu_s": time.process_time(),
         }
         print(json.dumps(stats), flush=True)
+
+
+def start_server(delay: float, wrong_half: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """The scripted server in a child process (its CPU is not this process's); its base URL."""
+    argv = [sys.executable, __file__, "--serve", "--delay", str(delay)]
+    server = subprocess.Popen(
+        argv + (["--wrong-half"] if wrong_half else []),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return server, server.stdout.readline().strip()  # type: ignore[union-attr]
+
+
+def stop_server(server: subprocess.Popen[str]) -> dict[str, Any]:
+    """Stop the server; its counts: requests, peak_in_flight, cpu_s."""
+    server.stdin.close()  # type: ignore[union-attr]
+    tail = server.stdout.read()  # type: ignore[union-attr]
+    server.wait(timeout=30)
+    return json.loads(tail.strip().splitlines()[-1]) if tail.strip() else {}
 
 
 # --- the benchmark ---------------------------------------------------------------------------
@@ -127,14 +161,8 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     from macsql.evals.options import EvalOptions
     from macsql.evals.runner import run_eval
 
-    server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "--delay", str(args.delay)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    server, base_url = start_server(args.delay)
     try:
-        base_url = server.stdout.readline().strip()  # type: ignore[union-attr]
         warm = 0.0 if args.cold else _warm_up(args.pipeline)
         out = tempfile.mkdtemp(prefix="macsql-bench-eval-")
         options = EvalOptions(
@@ -162,10 +190,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         wall = time.perf_counter() - started
         cpu = _eval_cpu() - cpu_started
     finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        tail = server.stdout.read()  # type: ignore[union-attr]
-        server.wait(timeout=30)
-    stats = json.loads(tail.strip().splitlines()[-1]) if tail.strip() else {}
+        stats = stop_server(server)
     summary = result.summary
     calls = sum(int(u["calls"]) for u in summary["tokens_per_agent"].values())
     items = summary["n_scored"]
@@ -257,10 +282,11 @@ def main() -> None:
         "--repeat", type=int, default=1, help="runs, each in a fresh process; reports the median"
     )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--wrong-half", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.delay)
+        serve(args.delay, args.wrong_half)
         return
     if args.repeat > 1:
         summary = _repeated(_single_run_argv(args), args.repeat)

@@ -25,7 +25,8 @@ import threading
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,27 +153,42 @@ CREATE VIRTUAL TABLE vals_fts USING fts5(norm, tokenize='trigram', content='', c
 
 
 class ValueIndex:
-    """An open value index: `lookup` phrases, read-only and thread-safe."""
+    """An open value index: `lookup` phrases, read-only and thread-safe.
+
+    Its read-only connections are shared by every thread, one at a time: as many as lookups
+    ran at once, not one per thread that ever looked up (an eval's node threads are many and
+    new in every run, and a connection's first query costs about as much as a lookup)."""
 
     def __init__(self, path: Path, stats: IndexStats) -> None:
         self.path = path
         self.stats = stats
-        self._local = threading.local()
+        self._idle: list[sqlite3.Connection] = []
+        self._idle_lock = threading.Lock()
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._idle_lock:
+            conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-            self._local.conn = conn
-        return conn
+        try:
+            yield conn
+        finally:
+            with self._idle_lock:
+                self._idle.append(conn)
 
     def lookup(
         self, phrases: Iterable[str], *, per_phrase: int = 50, min_score: float = 0.8
     ) -> list[ValueMatch]:
         """Stored values matching any phrase: substring candidates from the trigram index
         (each half of a phrase too, so one typo still finds it), re-scored by fuzzy ratio."""
+        with self._connection() as conn:
+            return self._lookup(conn, phrases, per_phrase, min_score)
+
+    def _lookup(
+        self, conn: sqlite3.Connection, phrases: Iterable[str], per_phrase: int, min_score: float
+    ) -> list[ValueMatch]:
         best: dict[tuple[int, str], ValueMatch] = {}
-        conn = self._conn()
         seen: set[str] = set()
         probed: dict[str, list[tuple[int, str, str, str, str]]] = {}
         for phrase in phrases:
@@ -213,23 +229,30 @@ class ValueIndex:
         a question that names such a column means one of its values. Read once."""
         cached = getattr(self, "_small", None)
         if cached is None:
-            rows = self._conn().execute(
-                "SELECT c.tbl, c.col, v.value FROM columns c JOIN vals v "
-                "ON v.id BETWEEN c.first_id AND c.first_id + c.n_values - 1 "
-                "WHERE c.n_values <= ?",
-                (most,),
-            )
             cached = {}
+            with self._connection() as conn:
+                rows = conn.execute(
+                    "SELECT c.tbl, c.col, v.value FROM columns c JOIN vals v "
+                    "ON v.id BETWEEN c.first_id AND c.first_id + c.n_values - 1 "
+                    "WHERE c.n_values <= ?",
+                    (most,),
+                ).fetchall()
             for tbl, col, value in rows:
                 cached.setdefault((tbl, col), []).append(value)
             self._small = cached
         return cached
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        """Close the idle connections (one in use is closed when its lookup gives it back to
+        an index that is used again, or with the process)."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
             conn.close()
-            self._local.conn = None
+
+    def _forget_connections(self) -> None:
+        """In a forked child: the parent's connections are not this process's to use."""
+        self._idle, self._idle_lock = [], threading.Lock()
 
 
 def _probes(norm: str) -> list[str]:
@@ -427,6 +450,16 @@ def build_value_index(
         conn.close()
     tmp.replace(path)
     return IndexStats(total, column_count, seconds, path.stat().st_size, rebuilt=True)
+
+
+def _forget_connections_in_child() -> None:
+    global _open_lock
+    _open_lock = threading.Lock()
+    for index in _open.values():
+        index._forget_connections()
+
+
+os.register_at_fork(after_in_child=_forget_connections_in_child)
 
 
 def clear_value_indexes() -> None:

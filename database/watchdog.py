@@ -65,6 +65,7 @@ class Watchdog:
         self._counter = itertools.count()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._waiting = False
 
     def arm(self, deadline: float, callback: Callable[[], None]) -> Alarm:
         """Call `callback` at `deadline` (time.monotonic()) unless disarmed first."""
@@ -88,7 +89,7 @@ class Watchdog:
                     if not self._heap:
                         # An idle watchdog goes away, so that a process with nothing in
                         # flight has no thread but its own (the eval forks only then).
-                        if not self._wake.wait(_IDLE_EXIT_S) and not self._heap:
+                        if not self._wait(_IDLE_EXIT_S) and not self._heap:
                             self._thread = None
                             return
                         continue
@@ -96,14 +97,34 @@ class Watchdog:
                     if wait <= 0:
                         alarm = heapq.heappop(self._heap)[2]
                         break
-                    self._wake.wait(wait)
+                    # A disarmed alarm is dropped when its deadline comes (disarm does not wake
+                    # this thread: that would cost a thread switch per statement).
+                    self._wait(wait)
             alarm._fire()
+
+    def _wait(self, seconds: float) -> bool:
+        self._waiting = True
+        try:
+            return self._wake.wait(seconds)
+        finally:
+            self._waiting = False
+
+    def idle_threads(self) -> int:
+        """1 when the watchdog's thread is alive but only waits, with no alarm armed: it holds
+        no lock then, and a forked child starts a watchdog of its own, so forking is safe. (It
+        may wait for the deadline of an alarm disarmed long ago, a query timeout away.)"""
+        with self._wake:
+            thread = self._thread
+            if thread is None or not thread.is_alive() or not self._waiting:
+                return 0
+            return int(all(alarm._state == _DISARMED for _, _, alarm in self._heap))
 
     def _reset_in_child(self) -> None:
         # A forked child has no watchdog thread, and its parent's alarms are not its own.
         self._heap = []
         self._wake = threading.Condition()
         self._thread = None
+        self._waiting = False
 
 
 WATCHDOG = Watchdog()

@@ -192,7 +192,11 @@ def render_markdown(
 
 
 def render_chart(summary: Mapping[str, Any], levels: Sequence[str], path: Path) -> Path:
-    """Two bar charts: EX by difficulty, and how many items took each number of attempts."""
+    """Two bar charts: EX by difficulty, and how many items took each number of attempts.
+
+    matplotlib is imported here, after the last item (about 1 s of CPU): nothing of it is on
+    the items' path. The margins are fixed rather than measured (`tight_layout` lays every text
+    out once more: a third of the chart's time, ~55 ms), and fit the labels this chart has."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -214,7 +218,7 @@ def render_chart(summary: Mapping[str, Any], levels: Sequence[str], path: Path) 
     ax_att.set_xlabel("SQL executions per item")
     ax_att.set_ylabel("items")
     ax_att.set_title("Attempts")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.12, top=0.92, wspace=0.18)
     with replacing(path) as tmp:
         fig.savefig(tmp, format="png")
     return path

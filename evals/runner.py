@@ -18,7 +18,6 @@ and its Context), `results` (the run's files), `item_records` (one item's predic
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,8 +111,6 @@ async def _run_locked(
         processes = 1 if options.gold else max(1, wanted)
         # Children start before this process starts any thread, so that they can be forked.
         pool = WorkerPool(live, options, dataset.name, graph, processes) if processes > 1 else None
-        # The report's chart needs matplotlib (~1 s to import): load it while items are in flight.
-        threading.Thread(target=_preload_chart_modules, daemon=True).start()
         loop = asyncio.get_running_loop()
         executor = node_executor(options.concurrency)
         loop.set_default_executor(executor)
@@ -183,11 +180,6 @@ async def _run_locked(
 def run_eval_sync(options: EvalOptions, *, graph: Any = None) -> RunResult:
     """`run_eval` in a fresh event loop."""
     return asyncio.run(run_eval(options, graph=graph))
-
-
-def _preload_chart_modules() -> None:
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401
 
 
 def _ves_ratios(

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from macsql.core.worker_threads import idle_workers
+from macsql.database.watchdog import WATCHDOG
 from macsql.evals.datasets import EvalItem
 from macsql.evals.item_records import predict_and_score
 from macsql.evals.lifetimes import die_with_parent
@@ -135,9 +136,9 @@ def start_method() -> str:
     """``fork`` when it is safe: children then start at once, with everything this process has
     imported, built and registered (a graph object, a registered model). With another thread
     running, fork could copy a lock that thread holds, so ``spawn``; idle deadline workers
-    (`macsql.core.worker_threads`) hold none, and the child starts with no pool threads of its
-    own."""
-    others = threading.active_count() - 1 - idle_workers()
+    (`macsql.core.worker_threads`) and a query watchdog with no alarm armed hold none, and the
+    child starts with no pool threads and no watchdog of its own."""
+    others = threading.active_count() - 1 - idle_workers() - WATCHDOG.idle_threads()
     if "fork" in multiprocessing.get_all_start_methods() and others <= 0:
         return "fork"
     return "spawn"
