@@ -8,8 +8,11 @@ accents) followed by a fuzzy re-score. The choice of FTS5 trigram over an exhaus
 was made by measurement (README, "Schema and value linking").
 
 The build is bounded: at most `rows_per_table` rows are read per table (TABLESAMPLE on a
-PostgreSQL table larger than that), and `max_values` values kept per database, shared out over
-its text columns (each keeps its most frequent values, at most `values_per_column`). A SQLite
+PostgreSQL table larger than that), and every text column keeps its distinct values, the most
+frequent first, up to `values_per_column` (a wide database no longer shares one global cap out
+over thousands of columns, which left most values of high-cardinality columns unindexed);
+`max_values` is only a ceiling on the whole file. The build also infers the joins the values
+show and the schema does not declare (`join_inference`), stored in the same file. A SQLite
 database's index is keyed like the schema cache (file, modification time, size) and rebuilt
 when the file changes; a server's index is built once and rebuilt only on an explicit refresh
 (`macsql index --refresh`).
@@ -35,11 +38,16 @@ from rapidfuzz import fuzz
 from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.execution import Outcome, execute_sql
-from macsql.database.schema import LONG_TEXT_CHARS, SchemaInfo, is_identifier_column
+from macsql.database.join_inference import infer_joins
+from macsql.database.schema import (
+    LONG_TEXT_CHARS,
+    ForeignKey,
+    SchemaInfo,
+    is_identifier_column,
+)
 
-INDEX_FORMAT_VERSION = 3
+INDEX_FORMAT_VERSION = 4
 MAX_VALUE_CHARS = 80
-MIN_VALUES_PER_COLUMN = 20
 _TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "NAME")
 _SKIPPED_NAME = re.compile(r"(url|uri|link|email|e_mail|phone|fax|password|hash|path)$", re.I)
 _URL_OR_MAIL = re.compile(r"^(https?|ftp)://|^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
@@ -148,6 +156,7 @@ CREATE TABLE columns (id INTEGER PRIMARY KEY, tbl TEXT, col TEXT, first_id INTEG
     n_values INTEGER);
 CREATE TABLE vals (id INTEGER PRIMARY KEY, column_id INTEGER, value TEXT, norm TEXT);
 CREATE VIRTUAL TABLE vals_fts USING fts5(norm, tokenize='trigram', content='', columnsize=0);
+CREATE TABLE joins (tbl TEXT, col TEXT, ref_tbl TEXT, ref_col TEXT);
 """
 
 
@@ -223,6 +232,15 @@ class ValueIndex:
             for tbl, col, value in rows:
                 cached.setdefault((tbl, col), []).append(value)
             self._small = cached
+        return cached
+
+    def joins(self) -> list[ForeignKey]:
+        """The joins inferred from the values when the index was built. Read once."""
+        cached: list[ForeignKey] | None = getattr(self, "_joins", None)
+        if cached is None:
+            rows = self._conn().execute("SELECT tbl, col, ref_tbl, ref_col FROM joins")
+            cached = [ForeignKey(*row) for row in rows]
+            self._joins = cached
         return cached
 
     def close(self) -> None:
@@ -380,10 +398,7 @@ def build_value_index(
     try:
         conn.executescript(_SCHEMA_SQL)
         plan = [(t.name, _indexable_columns(schema, t.name)) for t in schema.tables]
-        # The database's cap is shared out over its columns, so a wide database keeps every
-        # column's most frequent values rather than all values of its first tables.
-        n_columns = sum(len(cols) for _, cols in plan) or 1
-        per_column = min(values_per_column, max(MIN_VALUES_PER_COLUMN, max_values // n_columns))
+        per_column = values_per_column
         for table_name, columns in plan:
             if total >= max_values:
                 break
@@ -408,6 +423,11 @@ def build_value_index(
                     [(r[0], r[3]) for r in rows_in],
                 )
                 total += len(values)
+        joins = _inferred_joins(db, schema, timeout)
+        conn.executemany(
+            "INSERT INTO joins VALUES (?, ?, ?, ?)",
+            [(fk.table, fk.column, fk.ref_table, fk.ref_column) for fk in joins],
+        )
         seconds = time.perf_counter() - started
         conn.executemany(
             "INSERT INTO meta VALUES (?, ?)",
@@ -427,6 +447,16 @@ def build_value_index(
         conn.close()
     tmp.replace(path)
     return IndexStats(total, column_count, seconds, path.stat().st_size, rebuilt=True)
+
+
+def _inferred_joins(db: DatabaseRef, schema: SchemaInfo, timeout: float) -> list[ForeignKey]:
+    quote = get_engine(db).dialect.identifier_preparer.quote
+
+    def query(sql: str) -> list[tuple[Any, ...]]:
+        result = execute_sql(db, sql, timeout=timeout, max_rows=10)
+        return list(result.rows) if result.outcome == Outcome.OK else []
+
+    return infer_joins(schema, quote, query)
 
 
 def clear_value_indexes() -> None:

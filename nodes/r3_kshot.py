@@ -146,6 +146,9 @@ def _normalized(question: str) -> str:
 
 
 _registered_embeddings: dict[str, Embeddings] = {}
+_clients: dict[str, Embeddings] = {}
+"""One client per embeddings name in a process: a client per question was a new connection
+(and, with a cache keyed by object, a new whole-schema embedding) every time."""
 _selectors: dict[tuple[str, float, str], FewShotSelector] = {}
 _selectors_lock = threading.Lock()
 
@@ -166,11 +169,25 @@ def unregister_embeddings(name: str) -> None:
 
 
 def embeddings_named(name: str) -> Embeddings:
-    if name in _registered_embeddings:
-        return _registered_embeddings[name]
-    from langchain.embeddings import init_embeddings
+    """The embeddings a name means: a registered object, 'glove' (offline word vectors, the
+    `glove` extra), or 'provider:name' through langchain's init_embeddings; built once per
+    name and process."""
+    with _selectors_lock:
+        if name in _registered_embeddings:
+            return _registered_embeddings[name]
+        client = _clients.get(name)
+    if client is not None:
+        return client
+    if name == "glove":
+        from macsql.llm.word_vectors import GloveEmbeddings
 
-    return init_embeddings(name)
+        client = GloveEmbeddings()
+    else:
+        from langchain.embeddings import init_embeddings
+
+        client = init_embeddings(name)
+    with _selectors_lock:
+        return _clients.setdefault(name, client)
 
 
 def selector_for(pool_path: str, embeddings_name: str | None = None) -> FewShotSelector:
