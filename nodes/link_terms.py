@@ -64,17 +64,6 @@ def spells_out(short: str, word: str) -> bool:
     return True
 
 
-def initials_of(short: str, asked: Sequence[str]) -> bool:
-    """Whether `short` is the initials of a run of consecutive question words."""
-    n = len(short)
-    if n < 2:
-        return False
-    firsts = "".join(w[0] for w in asked if w)
-    return short in firsts and any(
-        "".join(w[0] for w in asked[i : i + n]) == short for i in range(len(asked) - n + 1)
-    )
-
-
 @dataclass
 class SchemaTerms:
     """A schema's words and indexes, computed once per schema version (see `schema_terms`)."""
@@ -93,6 +82,7 @@ class SchemaTerms:
     group_bm25: Any
     group_names: list[str]
     vocabulary: set[str] = field(default_factory=set)
+    short_by_first: dict[str, list[str]] = field(default_factory=dict)
 
 
 def build_terms(
@@ -137,6 +127,9 @@ def build_terms(
         group_docs.append(doc or ["_"])
     group_bm25 = bm25s.BM25()
     group_bm25.index(group_docs, show_progress=False)
+    short_by_first: dict[str, list[str]] = defaultdict(list)
+    for short in short_words:
+        short_by_first[short[0]].append(short)
     return SchemaTerms(
         tables,
         table_words,
@@ -147,10 +140,11 @@ def build_terms(
         group_bm25,
         group_names,
         set(inverted),
+        dict(short_by_first),
     )
 
 
-def bm25_scores(index: Any, vocabulary: set[str], query: Sequence[str]) -> list[float]:
+def bm25_scores(index: Any, query: Sequence[str]) -> list[float]:
     """BM25 scores of every document for the query words the index knows."""
     known = [w for w in dict.fromkeys(query) if w in index.vocab_dict]
     if not known:
@@ -159,17 +153,25 @@ def bm25_scores(index: Any, vocabulary: set[str], query: Sequence[str]) -> list[
 
 
 def abbreviated_tables(terms: SchemaTerms, asked: Sequence[str]) -> dict[str, set[str]]:
-    """Short name words the question spells out or gives the initials of -> their tables."""
+    """Short name words the question spells out or gives the initials of -> their tables.
+    Initials count over the question's content words only ("home runs" for `hr`)."""
     out: dict[str, set[str]] = {}
+    present = set(asked)
+    content = [w for w in asked if w not in STOPWORDS]
+    initials = {
+        "".join(w[0] for w in content[i : i + n])
+        for n in range(2, ABBREVIATION_CHARS + 1)
+        for i in range(len(content) - n + 1)
+    }
     by_first: dict[str, list[str]] = defaultdict(list)
-    for w in dict.fromkeys(asked):
+    for w in dict.fromkeys(content):
         if len(w) >= 3:
             by_first[w[0]].append(w)
-    for short, tables in terms.short_words.items():
-        if short in asked:
-            continue
-        if any(spells_out(short, w) for w in by_first.get(short[0], ())) or initials_of(
-            short, asked
-        ):
-            out[short] = tables
+    for first, spelled in by_first.items():
+        for short in terms.short_by_first.get(first, ()):
+            if short not in present and any(spells_out(short, w) for w in spelled):
+                out[short] = terms.short_words[short]
+    for short in initials:
+        if short in terms.short_words and short not in present:
+            out[short] = terms.short_words[short]
     return out

@@ -25,7 +25,6 @@ hundred of them.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import deque
@@ -59,7 +58,7 @@ MAX_NGRAM = 4
 TABLE_HEADER_CHARS = 16
 NARROW_TABLE = 10
 LONG_WORD = 6
-MAX_CANDIDATE_TABLES = 200
+MAX_CANDIDATE_TABLES = 50
 """Tables scored column by column per question, at most: the best by BM25 over their words."""
 GROUP_MARGIN = 0.5
 """A group whose relevance is under this share of the best group's is left out (unless the
@@ -303,6 +302,11 @@ class _Model:
     """Groups with at least one join between their tables."""
     by_name: dict[str, TableInfo]
     join_set: set[ForeignKey]
+    primary: dict[str, set[str]]
+    local_words: dict[str, set[str]]
+    """Table -> the words of its name without its group prefix (stopwords out)."""
+    local_flat: dict[str, str]
+    members: dict[str, list[str]]
 
 
 def _build_model(schema: SchemaInfo, inferred: tuple[ForeignKey, ...]) -> _Model:
@@ -347,6 +351,10 @@ def _build_model(schema: SchemaInfo, inferred: tuple[ForeignKey, ...]) -> _Model
         group_edges,
         {t.name: t for t in schema.tables},
         set(joins),
+        {t.name: _primary_key(t) for t in schema.tables},
+        {t.name: set(words(local[t.name])) - _STOPWORDS for t in schema.tables},
+        {t.name: "".join(words(local[t.name])) for t in schema.tables},
+        groups.members(),
     )
 
 
@@ -386,34 +394,45 @@ class Ranking:
 def _candidates(
     model: _Model,
     asked: list[str],
-    values: Sequence[ValueMatch],
-    qualified: set[tuple[str, str]],
-    extra: Iterable[str],
-) -> tuple[list[str], dict[str, float], dict[str, set[str]]]:
+    forced: Iterable[str],
+) -> tuple[list[str], dict[str, float], dict[str, float], set[str], set[str]]:
     """The tables worth scoring column by column: those the question's words, abbreviations,
-    values, qualified names or embeddings reach, at most MAX_CANDIDATE_TABLES by BM25."""
+    values, qualified names or embeddings reach, at most MAX_CANDIDATE_TABLES, best first by
+    BM25 over the table's words and its group's. Also returns the BM25 scores of tables and
+    groups, the name words found inside longer question words, and the abbreviations the
+    question spells out."""
     terms = model.terms
     content = [w for w in asked if w not in _STOPWORDS]
     reached: set[str] = set()
     for w in content:
         reached |= terms.inverted.get(w, set())
-    long_asked = [w for w in content if len(w) >= LONG_WORD]
-    for question_word in long_asked:
+    inside: set[str] = set()
+    for question_word in {w for w in content if len(w) >= LONG_WORD}:
         for size in range(4, len(question_word)):
             for i in range(len(question_word) - size + 1):
                 piece = question_word[i : i + size]
                 if piece in terms.long_words:
+                    inside.add(piece)
                     reached |= terms.inverted.get(piece, set())
     abbreviations = abbreviated_tables(terms, asked)
     for tables in abbreviations.values():
         reached |= tables
-    bm25 = dict(
-        zip(terms.tables, bm25_scores(terms.table_bm25, terms.vocabulary, content), strict=True)
-    )
-    forced = {m.table for m in values} | {t for t, _ in qualified} | set(extra)
-    ranked = sorted(reached - forced, key=lambda t: -bm25.get(t, 0.0))
-    chosen = [t for t in forced if t in model.by_name] + ranked[:MAX_CANDIDATE_TABLES]
-    return chosen, bm25, {short: tables for short, tables in abbreviations.items()}
+    table_scores = bm25_scores(terms.table_bm25, content)
+    bm25 = dict(zip(terms.tables, table_scores, strict=True))
+    group_lexical: dict[str, float] = {}
+    if len(terms.group_names) > 1:
+        group_scores = bm25_scores(terms.group_bm25, content)
+        top = max(group_scores, default=0.0) or 1.0
+        group_lexical = {g: s / top for g, s in zip(terms.group_names, group_scores, strict=True)}
+    of = model.groups.of
+
+    def priority(table: str) -> float:
+        return bm25.get(table, 0.0) * (0.5 + 0.5 * group_lexical.get(of.get(table, ""), 1.0))
+
+    pinned = [t for t in dict.fromkeys(forced) if t in model.by_name]
+    ranked = sorted(reached - set(pinned), key=lambda t: -priority(t))
+    chosen = pinned + ranked[:MAX_CANDIDATE_TABLES]
+    return chosen, bm25, group_lexical, inside, set(abbreviations)
 
 
 def rank_columns(
@@ -471,13 +490,9 @@ def _rank(
         embedded = column_similarity(schema, asked, embeddings, embeddings_name)
         best = sorted(embedded, key=lambda k: -embedded[k])[:MAX_CANDIDATE_TABLES]
         extra = list(dict.fromkeys(t for t, _ in best))[: MAX_CANDIDATE_TABLES // 4]
-    candidates, bm25, abbreviations = _candidates(
-        model, asked_list, values, set(qualified), [*qualified_tables, *extra]
-    )
-    spelled = {short for short in abbreviations}
+    forced = [*(m.table for m in values), *qualified_tables, *extra]
+    candidates, bm25, group_lexical, inside, spelled = _candidates(model, asked_list, forced)
     has_year = bool(re.search(r"\b(1[89]|20)\d\d\b", asked))
-    long_asked = [w for w in asked_words if len(w) >= LONG_WORD]
-    inside = functools.cache(lambda word: any(word in other for other in long_asked))
     # A capitalised word inside a sentence names something stored in a name or place column
     # (unless a stored value already matched it: then its column is known).
     matched_phrases = " ".join(m.phrase.lower() for m in values)
@@ -495,9 +510,9 @@ def _rank(
     for table_name in candidates:
         table = model.by_name[table_name]
         local = model.groups.local_name(table_name)
-        table_words = set(words(local)) - _STOPWORDS
+        table_words = model.local_words[table_name]
         table_score = len(table_words & asked_words) / len(table_words) if table_words else 0.0
-        if table_words and (table_score == 1.0 or "".join(words(local)) in runs):
+        if table_words and (table_score == 1.0 or model.local_flat[table_name] in runs):
             named.add(table_name)
         lexical = bm25.get(table_name, 0.0) / top_bm25
         terms = model.columns[table_name]
@@ -506,8 +521,7 @@ def _rank(
             content = term.name
             # A name word inside a longer word of the question counts too: "rank" in "ranked",
             # "phone" in "telephone" (a stem or a compound the plural folding misses).
-            matched = content & asked_words
-            matched |= {w for w in content - matched if len(w) >= 4 and inside(w)}
+            matched = content & (asked_words | inside)
             matched |= term.short & spelled  # `qty` for "quantity", `hr` for "home runs"
             score = 3.0 * (len(matched) / len(content) if content else 0.0)
             if (table_name, col.name) in model.join_columns:
@@ -547,29 +561,40 @@ def _rank(
         table = model.by_name[key[0]]
         affinity = 0.3 * min(1.0, math.sqrt(NARROW_TABLE / max(1, len(table.columns))))
         scores[key] = round(scores[key] + affinity * best[key[0]], 4)
-    group = _group_relevance(model, best, asked_list)
+    group = _group_relevance(model, best, group_lexical)
     return Ranking(scores, best, group, named, model.groups.of, embedded)
 
 
-def _group_relevance(model: _Model, best: dict[str, float], asked: list[str]) -> dict[str, float]:
+def _group_relevance(
+    model: _Model, best: dict[str, float], lexical: dict[str, float]
+) -> dict[str, float]:
     """Each group's relevance, 0..1: BM25 of the question over the group's words, plus its
     best table's score, each relative to the best group's."""
-    members = model.groups.members()
+    members = model.members
     if len(members) <= 1:
         return {g: 1.0 for g in members}
-    terms = model.terms
-    content = [w for w in asked if w not in _STOPWORDS]
-    lexical = dict(
-        zip(
-            terms.group_names, bm25_scores(terms.group_bm25, terms.vocabulary, content), strict=True
-        )
-    )
-    top_lexical = max(lexical.values(), default=0.0) or 1.0
-    table_best = {g: max((best.get(t, 0.0) for t in ts), default=0.0) for g, ts in members.items()}
+    table_best: dict[str, float] = {}
+    for table, score in best.items():
+        group = model.groups.of.get(table, "")
+        table_best[group] = max(table_best.get(group, 0.0), score)
     top_table = max(table_best.values(), default=0.0) or 1.0
-    raw = {g: lexical.get(g, 0.0) / top_lexical + table_best[g] / top_table for g in members}
+    raw = {g: lexical.get(g, 0.0) + table_best.get(g, 0.0) / top_table for g in members}
     top = max(raw.values()) or 1.0
     return {g: raw[g] / top for g in members}
+
+
+def _with_values(first: Ranking, values: Sequence[ValueMatch], model: _Model) -> Ranking:
+    """The ranking with the chosen stored values' columns lifted: a matched value says its
+    column is needed."""
+    scores = dict(first.scores)
+    for m in values:
+        key = (m.table, m.column)
+        if key in model.position:
+            scores[key] = round(scores.get(key, 0.0) + 4.0 * m.score, 4)
+    best = dict(first.table)
+    for (table, _), score in scores.items():
+        best[table] = max(best.get(table, 0.0), score)
+    return Ranking(scores, best, first.group, first.named, first.group_of, first.embedded)
 
 
 def _fused(ranking: Ranking) -> dict[tuple[str, str], float]:
@@ -712,7 +737,7 @@ def link_schema(
         for t, s in first.table.items()
     }
     chosen_values = pick_values(values, budget.max_values, relevance=relevance, weak=weak)
-    ranking = _rank(schema, model, question, evidence, chosen_values, embeddings, embeddings_name)
+    ranking = _with_values(first, chosen_values, model)
     scores = _fused(ranking)
     kept, notes, used = _assemble(schema, model, ranking, scores, chosen_values, budget)
     linked = _restrict(schema, kept, model.joins)
@@ -791,6 +816,9 @@ def _assemble(
             t: {c for c in cs if c not in kept.get(t, set())} for t, cs in additions.items()
         }
         additions = {t: cs for t, cs in additions.items() if cs or t not in kept}
+        least = sum(model.width[(t, c)] for t, cs in additions.items() for c in cs)
+        if not force and used_chars + least > budget.max_chars:
+            return False  # cannot fit whatever its key lines cost
         add_cols, add_chars, lines = cost(additions)
         fits = used_chars + add_chars <= budget.max_chars and (
             not budget.max_columns or used_cols + add_cols <= budget.max_columns
@@ -812,15 +840,18 @@ def _assemble(
 
     kept_groups: set[str] = set()
     skipped_groups: set[str] = set()
+    kept_by_group: dict[str, set[str]] = {}
     for table_name, column_name in order:
         if column_name in kept.get(table_name, set()):
             continue
         additions: dict[str, set[str]] = {table_name: {column_name}}
         group = groups.of.get(table_name, "")
+        named = table_name in ranking.named
+        if group in skipped_groups and not named and (table_name, column_name) not in forced:
+            continue
         if table_name not in kept:
-            additions[table_name] |= _primary_key(by_name[table_name])
-            same_group = {t for t in kept if groups.of.get(t, "") == group}
-            named = table_name in ranking.named
+            additions[table_name] |= model.primary[table_name]
+            same_group = kept_by_group.get(group, set())
             if not same_group:
                 if (
                     kept_groups
@@ -840,7 +871,7 @@ def _assemble(
                     additions.setdefault(b, set()).add(b_col)
                     for t in (a, b):
                         if t not in kept:
-                            additions[t] |= _primary_key(by_name[t])
+                            additions[t] |= model.primary[t]
                 # Every key between the new table and the kept ones, not only the shortest path.
                 for other, col, other_col in model.adjacency.edges.get(table_name, []):
                     if other in kept:
@@ -848,14 +879,17 @@ def _assemble(
                         additions.setdefault(other, set()).add(other_col)
         if not add(additions, force=not kept):
             continue
+        for t in additions:
+            kept_by_group.setdefault(groups.of.get(t, ""), set()).add(t)
         kept_groups.add(group)
         if budget.max_columns and used_cols >= budget.max_columns:
             break
     # What is left goes to the other columns of the kept tables, the most relevant first.
     for table_name in sorted(kept, key=lambda t: table_rank.get(t, 1 << 30)):
-        for col in by_name[table_name].columns:
-            if col.name not in kept[table_name]:
-                add({table_name: {col.name}})
+        rest = [c.name for c in by_name[table_name].columns if c.name not in kept[table_name]]
+        if rest and not add({table_name: set(rest)}):
+            for name in rest:
+                add({table_name: {name}})
     if skipped_groups:
         notes.append(f"{len(skipped_groups)} groups far less relevant than the best left out")
     return kept, notes, used_chars
