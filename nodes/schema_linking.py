@@ -307,6 +307,8 @@ class _Model:
     """Table -> the words of its name without its group prefix (stopwords out)."""
     local_flat: dict[str, str]
     members: dict[str, list[str]]
+    index: dict[str, int]
+    """Table -> its place in the schema: the last tie-break, so the order is deterministic."""
 
 
 def _build_model(schema: SchemaInfo, inferred: tuple[ForeignKey, ...]) -> _Model:
@@ -355,6 +357,7 @@ def _build_model(schema: SchemaInfo, inferred: tuple[ForeignKey, ...]) -> _Model
         {t.name: set(words(local[t.name])) - _STOPWORDS for t in schema.tables},
         {t.name: "".join(words(local[t.name])) for t in schema.tables},
         groups.members(),
+        {t.name: i for i, t in enumerate(schema.tables)},
     )
 
 
@@ -430,7 +433,7 @@ def _candidates(
         return bm25.get(table, 0.0) * (0.5 + 0.5 * group_lexical.get(of.get(table, ""), 1.0))
 
     pinned = [t for t in dict.fromkeys(forced) if t in model.by_name]
-    ranked = sorted(reached - set(pinned), key=lambda t: -priority(t))
+    ranked = sorted(reached - set(pinned), key=lambda t: (-priority(t), model.index[t]))
     chosen = pinned + ranked[:MAX_CANDIDATE_TABLES]
     return chosen, bm25, group_lexical, inside, set(abbreviations)
 
@@ -775,9 +778,18 @@ def _assemble(
             len(by_name[table].columns),
         )
 
+    # Groups first: the best group's columns, best first, then the next group's.
+    group_order = {
+        g: i for i, g in enumerate(sorted(group_rel, key=lambda g: (-group_rel[g], g == "")))
+    }
     order = sorted(
         (k for k in scores if scores[k] > 0 or k in forced),
-        key=lambda k: (k not in forced, -scores[k], *tie(k)),
+        key=lambda k: (
+            k not in forced,
+            group_order.get(groups.of.get(k[0], ""), 0),
+            -scores[k],
+            *tie(k),
+        ),
     )
     if not order:  # the question names nothing: the schema's own order, narrow tables first
         order = sorted(model.position, key=tie)
@@ -850,6 +862,8 @@ def _assemble(
         if group in skipped_groups and not named and (table_name, column_name) not in forced:
             continue
         if table_name not in kept:
+            if column_name in model.primary[table_name]:
+                continue  # a key alone says nothing: its table comes with a column it has
             additions[table_name] |= model.primary[table_name]
             same_group = kept_by_group.get(group, set())
             if not same_group:
