@@ -1,4 +1,4 @@
-"""Schema- and value-linking recall, prompt size and speed: the figures in docs/benchmarks/linking.md.
+"""Linking recall, prompt size and speed: the figures in docs/benchmarks/linking.md.
 
     python benchmarks/bench_linking.py --part bird|catalog|synonyms|spider|scale|values|all
         [--embeddings glove|NAME] [--data-dir DIR] [--limit N]
@@ -10,10 +10,10 @@ foreign-key lines and the stored-value lines, rendered as the agents read them.
 - bird: BIRD dev (1,534 questions) with and without its evidence, at several character
   budgets. BIRD's SQLite files are not in the data folder: schemas come from dev_tables.json
   and the database_description CSVs (no rows, so no value recall).
-- catalog: one SQLite file holding BIRD dev's 11 schemas, Spider dev's 20 and 145 of Spider's 146
-  training schemas (not its copy of formula_1) as distractors (5,000+ columns; each table named `<database>_<table>`, as
-  apps share one SQLite file), with BIRD dev's questions and gold SQL: strict recall, prompt
-  characters and linking time per question.
+- catalog: one SQLite file holding BIRD dev's 11 schemas, Spider dev's 20 and 145 of Spider's
+  146 training schemas (not its copy of formula_1) as distractors (5,000+ columns; each table
+  named `<database>_<table>`, as applications share one SQLite file), with BIRD dev's
+  questions and gold SQL: strict recall, prompt characters and linking time per question.
 - synonyms: BIRD dev and Spider dev questions with everyday words replaced by synonyms from a
   hand-written table (benchmarks/synonyms.py, seeded): on the catalog, and on their own
   databases (Spider's real ones, with values).
@@ -618,7 +618,7 @@ def generate_scale_catalog(path: Path) -> Path:
         rows = []
         for r in range(SCALE_ROWS):
             row: list[Any] = []
-            for name, _, kind in columns:
+            for _name, _, kind in columns:
                 if kind == "key":
                     row.append(r + 1)
                 elif kind.startswith("fk:"):
@@ -774,10 +774,11 @@ def bench_scale() -> None:
     existed = db_path.is_file()
     generate_scale_catalog(db_path)
     size = db_path.stat().st_size / 1e9
+    made = "reused" if existed else f"generated in {time.perf_counter() - started:.0f} s"
     print(
         f"\n## Scale catalog: {len(SCALE_DOMAINS)} domains, "
         f"{len(SCALE_DOMAINS) * SCALE_TABLES_PER_DOMAIN} tables × 20 columns, {SCALE_ROWS:,} rows "
-        f"per table, {size:.2f} GB ({'reused' if existed else f'generated in {time.perf_counter() - started:.0f} s'})"
+        f"per table, {size:.2f} GB ({made})"
     )
     for q in scale_questions(db_path, 3):
         print(f"  e.g. {q.question!r}  ->  {q.gold_sql}")

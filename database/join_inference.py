@@ -17,7 +17,6 @@ once per database version.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -73,7 +72,13 @@ def _keys(schema: SchemaInfo, quote: Callable[[str], str], query: Query) -> list
 
 
 def _prefix(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a.lower(), b.lower()]))
+    """How many leading characters two table names share (the same database of a catalog)."""
+    n = 0
+    for x, y in zip(a.lower(), b.lower(), strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _included(

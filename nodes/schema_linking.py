@@ -491,8 +491,8 @@ def _rank(
         from macsql.nodes.link_embeddings import column_similarity
 
         embedded = column_similarity(schema, asked, embeddings, embeddings_name)
-        best = sorted(embedded, key=lambda k: -embedded[k])[:MAX_CANDIDATE_TABLES]
-        extra = list(dict.fromkeys(t for t, _ in best))[: MAX_CANDIDATE_TABLES // 4]
+        nearest = sorted(embedded, key=lambda k: -embedded[k])[:MAX_CANDIDATE_TABLES]
+        extra = list(dict.fromkeys(t for t, _ in nearest))[: MAX_CANDIDATE_TABLES // 4]
     forced = [*(m.table for m in values), *qualified_tables, *extra]
     candidates, bm25, group_lexical, inside, spelled = _candidates(model, asked_list, forced)
     has_year = bool(re.search(r"\b(1[89]|20)\d\d\b", asked))

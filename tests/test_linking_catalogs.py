@@ -25,10 +25,11 @@ from macsql.nodes.schema_linking import (
 )
 from macsql.nodes.schema_render import render_foreign_keys, render_schema
 
-WORDS = (
-    "alpha beta gamma delta sigma omega river castle meadow harbor lantern orchard "
-    "granite willow falcon copper summit velvet thunder marble"
-).split()
+WORDS = [
+    *("alpha", "beta", "gamma", "delta", "sigma", "omega", "river", "castle", "meadow"),
+    *("harbor", "lantern", "orchard", "granite", "willow", "falcon", "copper", "summit"),
+    *("velvet", "thunder", "marble"),
+]
 
 
 def _table(name: str, columns: list[str], pk: str = "id") -> TableInfo:
