@@ -66,7 +66,9 @@ question names one of its tables)."""
 RRF_K = 60
 """Reciprocal rank fusion's constant (Cormack et al.): a column's fused score is the sum over
 the rankings of 1 / (RRF_K + its rank)."""
-VALUES_PER_TABLE = 4
+VALUE_COLUMNS_PER_TABLE = 3
+"""Columns of one table whose stored values are shown, at most: a table must not take every
+value line because its values are alike ("Maya Languages", "Mixed Languages")."""
 
 __all__ = ["words"]
 
@@ -624,10 +626,11 @@ def pick_values(
     per_column: int = 3,
     *,
     relevance: dict[str, float] | None = None,
-    per_table: int = VALUES_PER_TABLE,
+    per_table: int = VALUE_COLUMNS_PER_TABLE,
     weak: Iterable[str] = (),
 ) -> list[ValueMatch]:
-    """The best `limit` matches, at most `per_column` per column and `per_table` per table.
+    """The best `limit` matches, at most `per_column` per column and values of at most
+    `per_table` columns per table.
     A match scores by how well it matches and, when `relevance` is given, by its table's
     relevance to the question (0..1); a match of a `weak` phrase (a lone lower-case word)
     counts only in a table of positive relevance. Ties go to the longer phrase, then the
@@ -650,18 +653,19 @@ def pick_values(
     )
     out: list[ValueMatch] = []
     used: dict[tuple[str, str], int] = {}
-    tables: dict[str, int] = {}
+    tables: dict[str, set[str]] = {}
     seen: set[tuple[str, str, str]] = set()
     for m in ordered:
         key = (m.table, m.column)
+        columns = tables.setdefault(m.table, set())
         if (
             used.get(key, 0) >= per_column
-            or tables.get(m.table, 0) >= per_table
+            or (m.column not in columns and len(columns) >= per_table)
             or (m.table, m.column, m.value) in seen
         ):
             continue
         used[key] = used.get(key, 0) + 1
-        tables[m.table] = tables.get(m.table, 0) + 1
+        columns.add(m.column)
         seen.add((m.table, m.column, m.value))
         out.append(m)
         if len(out) >= limit:

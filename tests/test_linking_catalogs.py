@@ -212,7 +212,8 @@ def test_value_matches_count_with_their_tables_relevance() -> None:
     # Without relevance, the order no longer comes from the alphabet either: the same input
     # in the other order gives the same first pick only by its own merits.
     many = [ValueMatch("hotel", f"c{i}", f"Paris {i}", 1.0, "Paris") for i in range(8)]
-    assert len(pick_values(many, 10, relevance={"hotel": 1.0})) == 4  # capped per table
+    picked = pick_values(many, 10, relevance={"hotel": 1.0})
+    assert len({m.column for m in picked}) == 3  # values of at most 3 columns per table
 
 
 def test_a_lone_common_word_matches_only_where_the_question_points() -> None:
