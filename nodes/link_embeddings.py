@@ -26,6 +26,11 @@ from macsql.nodes.link_terms import STOPWORDS
 
 TOP_COLUMNS = 300
 """Columns the embeddings rank per question (the rest count as unranked)."""
+WORDS_PER_WORD = 2
+MIN_WORD_COSINE = 0.6
+EXPAND_KNOWN = True
+"""A schema word stands in for a question word at this cosine or more: near synonyms and
+close relatives ("vocalist" and "singer"), not mere topical neighbours."""
 _lock = threading.Lock()
 
 
@@ -92,20 +97,82 @@ def question_texts(asked: str) -> list[str]:
     return [asked, *seen[:16]]
 
 
-def column_similarity(
-    schema: SchemaInfo, asked: str, embeddings: Embeddings, name: str = ""
-) -> dict[tuple[str, str], float]:
-    """The TOP_COLUMNS columns most similar to the question: half the sentence's cosine, half
-    the best of its words'."""
+def _normalised(vectors: Any) -> Any:
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype="float32")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def _cached_matrix(
+    schema: SchemaInfo, embeddings: Embeddings, name: str, kind: str, texts: list[str]
+) -> Any:
+    """Normalised embeddings of `texts`, once per schema object and, for named embeddings,
+    once per text and embeddings on disk."""
+    import numpy as np
+
+    memo: dict[Any, tuple[Any, Embeddings]] = schema.__dict__.setdefault("_link_vectors", {})
+    memo_key = (kind, name or id(embeddings))
+    with _lock:
+        hit = memo.get(memo_key)
+    if hit is not None:
+        return hit[0]
+    path = vectors_path(schema, f"{name}\0{kind}", texts) if name else None
+    matrix = None
+    if path is not None and path.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            matrix = np.load(path)
+            if matrix.shape[0] != len(texts):
+                matrix = None
+    if matrix is None:
+        matrix = _normalised(embeddings.embed_documents(texts)) if texts else np.zeros((0, 1))
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.npy")
+                np.save(tmp, matrix)
+                tmp.replace(path)
+    with _lock:
+        memo.setdefault(memo_key, (matrix, embeddings))
+    return matrix
+
+
+def question_semantics(
+    schema: SchemaInfo,
+    asked: str,
+    vocabulary: list[str],
+    embeddings: Embeddings,
+    name: str = "",
+) -> tuple[dict[tuple[str, str], float], list[str]]:
+    """One embedding call for the question and its words, then:
+
+    - the TOP_COLUMNS columns most similar to the question (half the sentence's cosine, half
+      the best of its words');
+    - the schema's name words nearest to each question word that is not one of them
+      ("vocalists" -> "singer"): at most WORDS_PER_WORD each, at a cosine of MIN_WORD_COSINE
+      or more. Linking then reads the question as if it had said them too."""
     import numpy as np
 
     keys, matrix = schema_vectors(schema, embeddings, name)
-    if not keys:
-        return {}
-    query = np.asarray(embeddings.embed_documents(question_texts(asked)), dtype="float32")
-    norms = np.linalg.norm(query, axis=1, keepdims=True)
-    query = query / np.where(norms == 0, 1.0, norms)
-    sims = matrix @ query.T
-    score = 0.5 * sims[:, 0] + (0.5 * sims[:, 1:].max(axis=1) if sims.shape[1] > 1 else 0.0)
-    top = np.argsort(-score, kind="stable")[:TOP_COLUMNS]
-    return {keys[i]: round(float(score[i]), 4) for i in top if score[i] > 0}
+    words = _cached_matrix(schema, embeddings, name, "words", vocabulary)
+    texts = question_texts(asked)
+    query = _normalised(embeddings.embed_documents(texts))
+    columns: dict[tuple[str, str], float] = {}
+    if keys:
+        sims = matrix @ query.T
+        score = 0.5 * sims[:, 0] + (0.5 * sims[:, 1:].max(axis=1) if sims.shape[1] > 1 else 0.0)
+        top = np.argsort(-score, kind="stable")[:TOP_COLUMNS]
+        columns = {keys[i]: round(float(score[i]), 4) for i in top if score[i] > 0}
+    known = set(vocabulary)
+    expansions: list[str] = []
+    if vocabulary and len(texts) > 1:
+        sims = words @ query[1:].T  # vocabulary × question words
+        for j, word in enumerate(texts[1:]):
+            if not EXPAND_KNOWN and (word in known or word.rstrip("s") in known):
+                continue
+            column = sims[:, j]
+            for i in np.argsort(-column, kind="stable")[: WORDS_PER_WORD + 1]:
+                if column[i] >= MIN_WORD_COSINE and vocabulary[i] != word.rstrip("s"):
+                    expansions.append(vocabulary[i])
+    return columns, expansions

@@ -311,6 +311,8 @@ class _Model:
     members: dict[str, list[str]]
     index: dict[str, int]
     """Table -> its place in the schema: the last tie-break, so the order is deterministic."""
+    vocabulary: list[str]
+    """The words of the schema's table and column names (for embeddings to match)."""
 
 
 def _build_model(schema: SchemaInfo, inferred: tuple[ForeignKey, ...]) -> _Model:
@@ -360,6 +362,9 @@ def _build_model(schema: SchemaInfo, inferred: tuple[ForeignKey, ...]) -> _Model
         {t.name: "".join(words(local[t.name])) for t in schema.tables},
         groups.members(),
         {t.name: i for i, t in enumerate(schema.tables)},
+        sorted(
+            {w for ws in terms.table_words.values() for w in ws if len(w) >= 3 and w.isalpha()}
+        ),
     )
 
 
@@ -490,9 +495,14 @@ def _rank(
     embedded: dict[tuple[str, str], float] = {}
     extra: list[str] = []
     if embeddings is not None:
-        from macsql.nodes.link_embeddings import column_similarity
+        from macsql.nodes.link_embeddings import question_semantics
 
-        embedded = column_similarity(schema, asked, embeddings, embeddings_name)
+        embedded, stand_ins = question_semantics(
+            schema, question, model.vocabulary, embeddings, embeddings_name
+        )
+        # The schema's words nearest to the question's read as if the question said them.
+        asked_list = asked_list + [w for w in stand_ins if w not in asked_words]
+        asked_words = set(asked_list) - _STOPWORDS
         nearest = sorted(embedded, key=lambda k: -embedded[k])[:MAX_CANDIDATE_TABLES]
         extra = list(dict.fromkeys(t for t, _ in nearest))[: MAX_CANDIDATE_TABLES // 4]
     forced = [*(m.table for m in values), *qualified_tables, *extra]
