@@ -100,6 +100,7 @@ class Row:
     summary: dict[str, Any]
     chars: list[int]
     millis: list[float]
+    cpu: list[float]
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -118,6 +119,7 @@ def link_items(
     recalls: list[ItemRecall] = []
     chars: list[int] = []
     millis: list[float] = []
+    cpu: list[float] = []
     context = _context(budget, **fields)
     for item in items:
         schema = schema_of(item.db)
@@ -126,23 +128,25 @@ def link_items(
             recalls.append(ItemRecall(item.db, gold, kept_of(schema), schema.total_columns, []))
             chars.append(prompt_chars(schema, []))
             continue
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         result = run_linking(
             schema, item.db, item.question, item.evidence if evidence else "", context
         )
         millis.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - cpu_started) * 1000)
         recalls.append(
             ItemRecall(item.db, gold, kept_of(result.schema), schema.total_columns, result.values)
         )
         chars.append(prompt_chars(result.schema, result.values))
-    return Row("off" if budget is None else f"{budget:,}", summarise(recalls), chars, millis)
+    label = "off" if budget is None else f"{budget:,}"
+    return Row(label, summarise(recalls), chars, millis, cpu)
 
 
 def print_rows(title: str, rows: Iterable[Row], *, values: bool = False) -> None:
     print(f"\n## {title}")
     header = "| budget (chars) | strict recall | column recall |"
     header += " value recall |" if values else ""
-    header += " prompt chars mean / max | linking ms p50 / p99 |"
+    header += " prompt chars mean / max | linking ms p50 / p99 (wall) | (CPU) |"
     print(header)
     print("|" + " --- |" * (header.count("|") - 1))
     for row in rows:
@@ -152,10 +156,11 @@ def print_rows(title: str, rows: Iterable[Row], *, values: bool = False) -> None
             vr = m["value_recall"]
             line += f" {'-' if vr is None else f'{vr:.1%}'} |"
         line += f" {statistics.mean(row.chars):,.0f} / {max(row.chars):,} |"
-        if row.millis:
-            line += f" {_percentile(row.millis, 0.5):.1f} / {_percentile(row.millis, 0.99):.1f} |"
-        else:
-            line += " - |"
+        for times in (row.millis, row.cpu):
+            if times:
+                line += f" {_percentile(times, 0.5):.1f} / {_percentile(times, 0.99):.1f} |"
+            else:
+                line += " - |"
         print(line, flush=True)
 
 

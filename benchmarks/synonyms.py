@@ -5,8 +5,9 @@ It was written from general English, word by word, without looking at any databa
 at what the linker matches: a noun people use for a thing, and other nouns people use for the
 same thing. Nouns only: they are what tables and columns are named after (a first draft also
 swapped verbs and adjectives, "how many" becoming "how numerous", which tests grammar rather
-than linking, and "name" becoming "title", which is no synonym in a database). A question is perturbed by replacing the words it shares with this table (seeded,
-so the set is the same on every run).
+than linking, and "name" becoming "title", which is no synonym in a database). A question is
+perturbed by replacing the words it shares with this table (seeded, so the set is the same on
+every run).
 """
 
 from __future__ import annotations
