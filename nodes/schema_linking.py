@@ -362,9 +362,7 @@ def _build_model(schema: SchemaInfo, inferred: tuple[ForeignKey, ...]) -> _Model
         {t.name: "".join(words(local[t.name])) for t in schema.tables},
         groups.members(),
         {t.name: i for i, t in enumerate(schema.tables)},
-        sorted(
-            {w for ws in terms.table_words.values() for w in ws if len(w) >= 3 and w.isalpha()}
-        ),
+        sorted({w for ws in terms.table_words.values() for w in ws if len(w) >= 3 and w.isalpha()}),
     )
 
 
