@@ -67,6 +67,8 @@ RRF_K = 60
 """Reciprocal rank fusion's constant (Cormack et al.): a column's fused score is the sum over
 the rankings of 1 / (RRF_K + its rank)."""
 VALUE_COLUMNS_PER_TABLE = 3
+VALUE_SHARE = 4
+"""Stored-value lines take at most 1/VALUE_SHARE of the character budget."""
 """Columns of one table whose stored values are shown, at most: a table must not take every
 value line because its values are alike ("Maya Languages", "Mixed Languages")."""
 
@@ -752,6 +754,13 @@ def link_schema(
         for t, s in first.table.items()
     }
     chosen_values = pick_values(values, budget.max_values, relevance=relevance, weak=weak)
+    # Value lines take at most a quarter of the budget: the columns they belong to need room.
+    while (
+        chosen_values
+        and sum(len(_value_line(m, schema.dialect)) + 1 for m in chosen_values)
+        > budget.max_chars // VALUE_SHARE
+    ):
+        chosen_values.pop()
     ranking = _with_values(first, chosen_values, model)
     scores = _fused(ranking)
     kept, notes, used = _assemble(schema, model, ranking, scores, chosen_values, budget)
@@ -916,6 +925,28 @@ def _assemble(
         if rest and not add({table_name: set(rest)}):
             for name in rest:
                 add({table_name: {name}})
+    # Then the other tables of the kept groups, the best group first, each whole with its join
+    # path: a question is about one database, and what fits of it is worth more than another
+    # database's best guess.
+    for group in sorted(kept_groups, key=lambda g: group_order.get(g, 0)):
+        pending = [t for t in model.members.get(group, []) if t not in kept]
+        for table_name in sorted(pending, key=lambda t: (-table_rel.get(t, 0.0), model.index[t])):
+            if table_name in kept or (budget.max_columns and used_cols >= budget.max_columns):
+                continue
+            same_group = kept_by_group.get(group, set())
+            joins = model.adjacency.path(table_name, same_group, table_rank)
+            if joins is None and group in model.group_edges:
+                continue
+            additions = {table_name: {c.name for c in by_name[table_name].columns}}
+            for a, a_col, b, b_col in joins or []:
+                additions.setdefault(a, set()).add(a_col)
+                additions.setdefault(b, set()).add(b_col)
+                for t in (a, b):
+                    if t not in kept:
+                        additions[t] |= model.primary[t]
+            if add(additions):
+                for t in additions:
+                    kept_by_group.setdefault(groups.of.get(t, ""), set()).add(t)
     if skipped_groups:
         notes.append(f"{len(skipped_groups)} groups far less relevant than the best left out")
     return kept, notes, used_chars
