@@ -66,6 +66,7 @@ from synonyms import perturb
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGETS = (8000, 16000, 24000, 40000)
+CATALOG_BUDGETS = [16000, 24000, 40000]
 WORK = Path(tempfile.gettempdir()) / "macsql_bench_linking"
 EMBEDDINGS: str | None = None
 
@@ -312,7 +313,7 @@ def bench_catalog(data: Path, limit: int | None) -> None:
     )
     schema_of = _schemas(Path)
     for evidence in (False, True):
-        rows = [link_items(items, schema_of, b, evidence=evidence) for b in (16000, 24000, 40000)]
+        rows = [link_items(items, schema_of, b, evidence=evidence) for b in CATALOG_BUDGETS]
         label = "with" if evidence else "without"
         print_rows(f"Catalog, BIRD dev questions {label} evidence: {len(items)}", rows)
 
@@ -830,10 +831,14 @@ def main() -> None:
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--embeddings", default=None, help="link_embeddings for every run")
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each set")
+    parser.add_argument(
+        "--catalog-budgets", default="16000,24000,40000", help="character budgets, catalog part"
+    )
     args = parser.parse_args()
     data = Path(args.data_dir)
     os.environ.setdefault("MACSQL_CACHE_DIR", str(WORK / "cache"))
     EMBEDDINGS = args.embeddings
+    CATALOG_BUDGETS[:] = [int(x) for x in args.catalog_budgets.split(",")]
     if EMBEDDINGS:
         os.environ["MACSQL_BENCH_EMBEDDINGS"] = EMBEDDINGS
     print(f"embeddings: {EMBEDDINGS or 'none (lexical only)'}")

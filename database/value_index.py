@@ -176,10 +176,18 @@ class ValueIndex:
         return conn
 
     def lookup(
-        self, phrases: Iterable[str], *, per_phrase: int = 50, min_score: float = 0.8
+        self,
+        phrases: Iterable[str],
+        *,
+        per_phrase: int = 50,
+        min_score: float = 0.8,
+        exact_per_phrase: int = 5000,
     ) -> list[ValueMatch]:
-        """Stored values matching any phrase: substring candidates from the trigram index
-        (each half of a phrase too, so one typo still finds it), re-scored by fuzzy ratio."""
+        """Stored values matching any phrase: every column that stores the phrase exactly (up
+        to `exact_per_phrase`: a name stored in hundreds of tables must still be found in the
+        one the question is about, which the caller chooses by the table's relevance), then
+        substring candidates from the trigram index (each half of a phrase too, so one typo
+        still finds it), re-scored by fuzzy ratio."""
         best: dict[tuple[int, str], ValueMatch] = {}
         conn = self._conn()
         seen: set[str] = set()
@@ -193,7 +201,7 @@ class ValueIndex:
                 exact = conn.execute(
                     "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
                     "JOIN columns c ON c.id = v.column_id WHERE v.norm = ? LIMIT ?",
-                    (form, per_phrase),  # a common value may sit in thousands of columns
+                    (form, exact_per_phrase),  # a common value may sit in thousands of columns
                 ).fetchall()
                 for column_id, value, tbl, col in exact:
                     best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)

@@ -919,12 +919,16 @@ def _assemble(
         kept_groups.add(group)
         if budget.max_columns and used_cols >= budget.max_columns:
             break
+
     # What is left goes to the other columns of the kept tables, the most relevant first.
-    for table_name in sorted(kept, key=lambda t: table_rank.get(t, 1 << 30)):
-        rest = [c.name for c in by_name[table_name].columns if c.name not in kept[table_name]]
-        if rest and not add({table_name: set(rest)}):
-            for name in rest:
-                add({table_name: {name}})
+    def complete_kept_tables() -> None:
+        for table_name in sorted(kept, key=lambda t: (table_rank.get(t, 1 << 30), model.index[t])):
+            rest = [c.name for c in by_name[table_name].columns if c.name not in kept[table_name]]
+            if rest and not add({table_name: set(rest)}):
+                for name in rest:
+                    add({table_name: {name}})
+
+    complete_kept_tables()
     # Then the other tables of the kept groups, the best group first, each whole with its join
     # path: a question is about one database, and what fits of it is worth more than another
     # database's best guess.
@@ -947,6 +951,7 @@ def _assemble(
             if add(additions):
                 for t in additions:
                     kept_by_group.setdefault(groups.of.get(t, ""), set()).add(t)
+    complete_kept_tables()  # the tables a join path brought with their keys alone
     if skipped_groups:
         notes.append(f"{len(skipped_groups)} groups far less relevant than the best left out")
     return kept, notes, used_chars
