@@ -788,7 +788,8 @@ def bench_scale() -> None:
     )
     for q in scale_questions(db_path, 3):
         print(f"  e.g. {q.question!r}  ->  {q.gold_sql}")
-    cache = str(WORK / "scale_cache")
+    # The run's own cache folder (a fresh index every time), apart from other runs'.
+    cache = str(Path(os.environ.get("MACSQL_CACHE_DIR") or WORK / "cache") / "scale")
     shutil.rmtree(cache, ignore_errors=True)
     cold = _child(["--child-index", str(db_path), cache])
     print("| index | build s | values | columns | size MB | peak RSS MB | schema load s |")

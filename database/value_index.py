@@ -5,7 +5,7 @@ only write the right literal when they see the stored one. This index holds the 
 of text-like columns (keys, ids, URLs, e-mails and long texts skipped) in an SQLite file with an
 FTS5 trigram table, so that a lookup is a substring search on normalised text (lower case, no
 accents) followed by a fuzzy re-score. The choice of FTS5 trigram over an exhaustive fuzzy scan
-was made by measurement (README, "Schema and value linking").
+was made by measurement (docs/linking.md, "Why these libraries").
 
 The build is bounded: at most `rows_per_table` rows are read per table (TABLESAMPLE on a
 PostgreSQL table larger than that), and every text column keeps its distinct values, the most
@@ -263,7 +263,7 @@ def _probes(norm: str) -> list[str]:
     one typo still leaves a half intact. A phrase of several words is cut between words: a
     half that starts or ends inside a word ("o kalom" of "to kalomi") has common trigrams
     and few matches, so the index must read long posting lists to the end for nothing,
-    and such probes made the slowest lookups (README, "Schema and value linking")."""
+    and such probes made the slowest lookups (measured when the index was introduced)."""
     parts = norm.split()
     if len(parts) > 1:
         middle = len(parts) // 2
