@@ -197,6 +197,7 @@ class ValueIndex:
             if not norm or norm in seen:
                 continue
             seen.add(norm)
+            found_exactly = False
             for form in exact_forms(norm):
                 exact = conn.execute(
                     "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
@@ -205,9 +206,13 @@ class ValueIndex:
                 ).fetchall()
                 for column_id, value, tbl, col in exact:
                     best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
+                found_exactly = found_exactly or bool(exact)
             if len(norm) < 3:
                 continue  # short codes ("CA", a quoted 'h') match only exactly
-            for probe in _probes(norm):
+            # A phrase stored exactly has no typo to forgive: its halves are not probed, only
+            # the phrase itself (inside longer values: "Fresno" in "Fresno County ...").
+            probes = [norm] if found_exactly else _probes(norm)
+            for probe in probes:
                 if probe not in probed:  # n-grams share words: each substring is read once
                     probed[probe] = conn.execute(
                         "SELECT v.column_id, v.value, c.tbl, c.col, v.norm FROM vals_fts "
