@@ -192,9 +192,12 @@ class ValueIndex:
         conn = self._conn()
         seen: set[str] = set()
         probed: dict[str, list[tuple[int, str, str, str, str]]] = {}
-        for phrase in phrases:
+        stored: list[str] = []  # phrases stored exactly, padded with spaces
+        # Longest first: a value the question names in full explains its words, which are
+        # then not looked up alone ("Berka" of "Marli Berka").
+        for phrase in sorted(phrases, key=lambda p: -len(p.split())):
             norm = normalise(phrase)
-            if not norm or norm in seen:
+            if not norm or norm in seen or any(f" {norm} " in whole for whole in stored):
                 continue
             seen.add(norm)
             found_exactly = False
@@ -207,6 +210,8 @@ class ValueIndex:
                 for column_id, value, tbl, col in exact:
                     best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
                 found_exactly = found_exactly or bool(exact)
+            if found_exactly and " " in norm:
+                stored.append(f" {norm} ")
             if len(norm) < 3:
                 continue  # short codes ("CA", a quoted 'h') match only exactly
             # A phrase stored exactly has no typo to forgive: its halves are not probed, only

@@ -875,7 +875,10 @@ def _assemble(
     kept_groups: set[str] = set()
     skipped_groups: set[str] = set()
     kept_by_group: dict[str, set[str]] = {}
+    narrowest = min(model.width.values(), default=0)
     for table_name, column_name in order:
+        if budget.max_chars - used_chars < narrowest:
+            break  # full: nothing more can fit
         if column_name in kept.get(table_name, set()):
             continue
         additions: dict[str, set[str]] = {table_name: {column_name}}
@@ -924,6 +927,8 @@ def _assemble(
     # What is left goes to the other columns of the kept tables, the most relevant first.
     def complete_kept_tables() -> None:
         for table_name in sorted(kept, key=lambda t: (table_rank.get(t, 1 << 30), model.index[t])):
+            if budget.max_chars - used_chars < narrowest:
+                return
             rest = [c.name for c in by_name[table_name].columns if c.name not in kept[table_name]]
             if rest and not add({table_name: set(rest)}):
                 for name in rest:
@@ -936,6 +941,8 @@ def _assemble(
     for group in sorted(kept_groups, key=lambda g: group_order.get(g, 0)):
         pending = [t for t in model.members.get(group, []) if t not in kept]
         for table_name in sorted(pending, key=lambda t: (-table_rel.get(t, 0.0), model.index[t])):
+            if budget.max_chars - used_chars < narrowest:
+                break
             if table_name in kept or (budget.max_columns and used_cols >= budget.max_columns):
                 continue
             same_group = kept_by_group.get(group, set())
