@@ -192,18 +192,21 @@ class BaseContext:
         ),
     )
     link_max_columns: int = field(
-        default=40,
+        default=0,
         metadata=_doc(
-            "Link budget in columns: a larger schema is cut to at most this many columns "
-            "(keys and join columns included); a smaller one is kept whole.",
-            minimum=1,
+            "An optional ceiling on the columns linking keeps (keys and join columns "
+            "included); 0, the default, sets none: the character budget alone governs.",
+            minimum=0,
         ),
     )
     link_max_schema_chars: int = field(
         default=24000,
         metadata=_doc(
-            "Link budget in characters of the rendered schema (about 4 per token): a larger "
-            "schema is cut to fit.",
+            "Link budget in characters (about 4 per token) of everything the linked schema "
+            "puts in a prompt: the schema blocks, the key lines and the stored-value lines. "
+            "A schema that fits is kept whole; a larger one is cut to fit. Size it to what "
+            "the next stage can read: linking is recall-first, the Selector is the precision "
+            "stage.",
             minimum=200,
         ),
     )
@@ -223,18 +226,28 @@ class BaseContext:
     )
     link_index_values_per_column: int = field(
         default=2000,
-        metadata=_doc("Value index build: most distinct values kept per column.", minimum=1),
+        metadata=_doc(
+            "Value index build: distinct values kept per column (all of them up to this, "
+            "the most frequent first).",
+            minimum=1,
+        ),
     )
     link_index_max_values: int = field(
-        default=1_000_000,
-        metadata=_doc("Value index build: most values kept per database.", minimum=1),
+        default=20_000_000,
+        metadata=_doc(
+            "Value index build: a ceiling on the values kept per database (a safety bound, "
+            "not shared out over the columns).",
+            minimum=1,
+        ),
     )
     link_embeddings: str | None = field(
         default=None,
         metadata=_doc(
-            "Embeddings that add to the column ranking ('provider:name' for langchain's "
+            "Embeddings fused with the lexical column ranking by rank ('glove' for the "
+            "offline GloVe word vectors of the `glove` extra, 'provider:name' for langchain's "
             "init_embeddings, or a name given to register_embeddings); empty means lexical "
-            "ranking only."
+            "ranking only. A schema's embeddings are computed once per schema version and "
+            "cached on disk beside the value index."
         ),
     )
     send_rows_to_model: bool = field(

@@ -5,11 +5,14 @@ only write the right literal when they see the stored one. This index holds the 
 of text-like columns (keys, ids, URLs, e-mails and long texts skipped) in an SQLite file with an
 FTS5 trigram table, so that a lookup is a substring search on normalised text (lower case, no
 accents) followed by a fuzzy re-score. The choice of FTS5 trigram over an exhaustive fuzzy scan
-was made by measurement (README, "Schema and value linking").
+was made by measurement (docs/linking.md, "Why these libraries").
 
 The build is bounded: at most `rows_per_table` rows are read per table (TABLESAMPLE on a
-PostgreSQL table larger than that), and `max_values` values kept per database, shared out over
-its text columns (each keeps its most frequent values, at most `values_per_column`). A SQLite
+PostgreSQL table larger than that), and every text column keeps its distinct values, the most
+frequent first, up to `values_per_column` (a wide database no longer shares one global cap out
+over thousands of columns, which left most values of high-cardinality columns unindexed);
+`max_values` is only a ceiling on the whole file. The build also infers the joins the values
+show and the schema does not declare (`join_inference`), stored in the same file. A SQLite
 database's index is keyed like the schema cache (file, modification time, size) and rebuilt
 when the file changes; a server's index is built once and rebuilt only on an explicit refresh
 (`macsql index --refresh`).
@@ -36,11 +39,16 @@ from rapidfuzz import fuzz
 from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.execution import Outcome, execute_sql
-from macsql.database.schema import LONG_TEXT_CHARS, SchemaInfo, is_identifier_column
+from macsql.database.join_inference import infer_joins
+from macsql.database.schema import (
+    LONG_TEXT_CHARS,
+    ForeignKey,
+    SchemaInfo,
+    is_identifier_column,
+)
 
-INDEX_FORMAT_VERSION = 3
+INDEX_FORMAT_VERSION = 4
 MAX_VALUE_CHARS = 80
-MIN_VALUES_PER_COLUMN = 20
 _TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "NAME")
 _SKIPPED_NAME = re.compile(r"(url|uri|link|email|e_mail|phone|fax|password|hash|path)$", re.I)
 _URL_OR_MAIL = re.compile(r"^(https?|ftp)://|^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
@@ -149,6 +157,7 @@ CREATE TABLE columns (id INTEGER PRIMARY KEY, tbl TEXT, col TEXT, first_id INTEG
     n_values INTEGER);
 CREATE TABLE vals (id INTEGER PRIMARY KEY, column_id INTEGER, value TEXT, norm TEXT);
 CREATE VIRTUAL TABLE vals_fts USING fts5(norm, tokenize='trigram', content='', columnsize=0);
+CREATE TABLE joins (tbl TEXT, col TEXT, ref_tbl TEXT, ref_col TEXT);
 """
 
 
@@ -178,35 +187,58 @@ class ValueIndex:
                 self._idle.append(conn)
 
     def lookup(
-        self, phrases: Iterable[str], *, per_phrase: int = 50, min_score: float = 0.8
+        self,
+        phrases: Iterable[str],
+        *,
+        per_phrase: int = 50,
+        min_score: float = 0.8,
+        exact_per_phrase: int = 5000,
     ) -> list[ValueMatch]:
-        """Stored values matching any phrase: substring candidates from the trigram index
-        (each half of a phrase too, so one typo still finds it), re-scored by fuzzy ratio."""
+        """Stored values matching any phrase: every column that stores the phrase exactly (up
+        to `exact_per_phrase`: a name stored in hundreds of tables must still be found in the
+        one the question is about, which the caller chooses by the table's relevance), then
+        substring candidates from the trigram index (each half of a phrase too, so one typo
+        still finds it), re-scored by fuzzy ratio."""
         with self._connection() as conn:
-            return self._lookup(conn, phrases, per_phrase, min_score)
+            return self._lookup(conn, phrases, per_phrase, min_score, exact_per_phrase)
 
     def _lookup(
-        self, conn: sqlite3.Connection, phrases: Iterable[str], per_phrase: int, min_score: float
+        self,
+        conn: sqlite3.Connection,
+        phrases: Iterable[str],
+        per_phrase: int,
+        min_score: float,
+        exact_per_phrase: int,
     ) -> list[ValueMatch]:
         best: dict[tuple[int, str], ValueMatch] = {}
         seen: set[str] = set()
         probed: dict[str, list[tuple[int, str, str, str, str]]] = {}
-        for phrase in phrases:
+        stored: list[str] = []  # phrases stored exactly, padded with spaces
+        # Longest first: a value the question names in full explains its words, which are
+        # then not looked up alone ("Berka" of "Marli Berka").
+        for phrase in sorted(phrases, key=lambda p: -len(p.split())):
             norm = normalise(phrase)
-            if not norm or norm in seen:
+            if not norm or norm in seen or any(f" {norm} " in whole for whole in stored):
                 continue
             seen.add(norm)
+            found_exactly = False
             for form in exact_forms(norm):
                 exact = conn.execute(
                     "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
                     "JOIN columns c ON c.id = v.column_id WHERE v.norm = ? LIMIT ?",
-                    (form, per_phrase),  # a common value may sit in thousands of columns
+                    (form, exact_per_phrase),  # a common value may sit in thousands of columns
                 ).fetchall()
                 for column_id, value, tbl, col in exact:
                     best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
+                found_exactly = found_exactly or bool(exact)
+            if found_exactly and " " in norm:
+                stored.append(f" {norm} ")
             if len(norm) < 3:
                 continue  # short codes ("CA", a quoted 'h') match only exactly
-            for probe in _probes(norm):
+            # A phrase stored exactly has no typo to forgive: its halves are not probed, only
+            # the phrase itself (inside longer values: "Fresno" in "Fresno County ...").
+            probes = [norm] if found_exactly else _probes(norm)
+            for probe in probes:
                 if probe not in probed:  # n-grams share words: each substring is read once
                     probed[probe] = conn.execute(
                         "SELECT v.column_id, v.value, c.tbl, c.col, v.norm FROM vals_fts "
@@ -229,7 +261,6 @@ class ValueIndex:
         a question that names such a column means one of its values. Read once."""
         cached = getattr(self, "_small", None)
         if cached is None:
-            cached = {}
             with self._connection() as conn:
                 rows = conn.execute(
                     "SELECT c.tbl, c.col, v.value FROM columns c JOIN vals v "
@@ -237,9 +268,20 @@ class ValueIndex:
                     "WHERE c.n_values <= ?",
                     (most,),
                 ).fetchall()
+            cached = {}
             for tbl, col, value in rows:
                 cached.setdefault((tbl, col), []).append(value)
             self._small = cached
+        return cached
+
+    def joins(self) -> list[ForeignKey]:
+        """The joins inferred from the values when the index was built. Read once."""
+        cached: list[ForeignKey] | None = getattr(self, "_joins", None)
+        if cached is None:
+            with self._connection() as conn:
+                rows = conn.execute("SELECT tbl, col, ref_tbl, ref_col FROM joins").fetchall()
+            cached = [ForeignKey(*row) for row in rows]
+            self._joins = cached
         return cached
 
     def close(self) -> None:
@@ -260,7 +302,7 @@ def _probes(norm: str) -> list[str]:
     one typo still leaves a half intact. A phrase of several words is cut between words: a
     half that starts or ends inside a word ("o kalom" of "to kalomi") has common trigrams
     and few matches, so the index must read long posting lists to the end for nothing,
-    and such probes made the slowest lookups (README, "Schema and value linking")."""
+    and such probes made the slowest lookups (measured when the index was introduced)."""
     parts = norm.split()
     if len(parts) > 1:
         middle = len(parts) // 2
@@ -403,10 +445,7 @@ def build_value_index(
     try:
         conn.executescript(_SCHEMA_SQL)
         plan = [(t.name, _indexable_columns(schema, t.name)) for t in schema.tables]
-        # The database's cap is shared out over its columns, so a wide database keeps every
-        # column's most frequent values rather than all values of its first tables.
-        n_columns = sum(len(cols) for _, cols in plan) or 1
-        per_column = min(values_per_column, max(MIN_VALUES_PER_COLUMN, max_values // n_columns))
+        per_column = values_per_column
         for table_name, columns in plan:
             if total >= max_values:
                 break
@@ -431,6 +470,11 @@ def build_value_index(
                     [(r[0], r[3]) for r in rows_in],
                 )
                 total += len(values)
+        joins = _inferred_joins(db, schema, timeout)
+        conn.executemany(
+            "INSERT INTO joins VALUES (?, ?, ?, ?)",
+            [(fk.table, fk.column, fk.ref_table, fk.ref_column) for fk in joins],
+        )
         seconds = time.perf_counter() - started
         conn.executemany(
             "INSERT INTO meta VALUES (?, ?)",
@@ -452,14 +496,14 @@ def build_value_index(
     return IndexStats(total, column_count, seconds, path.stat().st_size, rebuilt=True)
 
 
-def _forget_connections_in_child() -> None:
-    global _open_lock
-    _open_lock = threading.Lock()
-    for index in _open.values():
-        index._forget_connections()
+def _inferred_joins(db: DatabaseRef, schema: SchemaInfo, timeout: float) -> list[ForeignKey]:
+    quote = get_engine(db).dialect.identifier_preparer.quote
 
+    def query(sql: str) -> list[tuple[Any, ...]]:
+        result = execute_sql(db, sql, timeout=timeout, max_rows=10)
+        return list(result.rows) if result.outcome == Outcome.OK else []
 
-os.register_at_fork(after_in_child=_forget_connections_in_child)
+    return infer_joins(schema, quote, query)
 
 
 def clear_value_indexes() -> None:
@@ -468,3 +512,13 @@ def clear_value_indexes() -> None:
         for index in _open.values():
             index.close()
         _open.clear()
+
+
+def _forget_connections_in_child() -> None:
+    global _open_lock
+    _open_lock = threading.Lock()
+    for index in _open.values():
+        index._forget_connections()
+
+
+os.register_at_fork(after_in_child=_forget_connections_in_child)

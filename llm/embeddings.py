@@ -1,5 +1,6 @@
-"""Embedding models by name: `provider:name` for langchain's `init_embeddings`, or a name given
-to `register_embeddings` for an object built elsewhere (tests, custom models).
+"""Embedding models by name: `provider:name` for langchain's `init_embeddings`, `glove` for the
+offline word vectors (`word_vectors`), or a name given to `register_embeddings` for an object
+built elsewhere (tests, custom models).
 
 Schema linking and R^3's k-shot examples read `Context` fields that name one.
 """
@@ -11,6 +12,9 @@ import threading
 from langchain_core.embeddings import Embeddings
 
 _registered: dict[str, Embeddings] = {}
+_clients: dict[str, Embeddings] = {}
+"""One client per embeddings name in a process: a client per question was a new connection
+(and, with a cache keyed by object, a new whole-schema embedding) every time."""
 _lock = threading.Lock()
 _version = 0
 
@@ -36,8 +40,22 @@ def registry_version() -> int:
 
 
 def embeddings_named(name: str) -> Embeddings:
-    if name in _registered:
-        return _registered[name]
-    from langchain.embeddings import init_embeddings
+    """The embeddings a name means: a registered object, 'glove' (offline word vectors, the
+    `glove` extra), or 'provider:name' through langchain's init_embeddings; built once per
+    name and process."""
+    with _lock:
+        if name in _registered:
+            return _registered[name]
+        client = _clients.get(name)
+    if client is not None:
+        return client
+    if name == "glove":
+        from macsql.llm.word_vectors import GloveEmbeddings
 
-    return init_embeddings(name)
+        client = GloveEmbeddings()
+    else:
+        from langchain.embeddings import init_embeddings
+
+        client = init_embeddings(name)
+    with _lock:
+        return _clients.setdefault(name, client)

@@ -14,7 +14,7 @@ from macsql.core.context import BaseContext, ContextT, context_of
 from macsql.core.events import emit
 from macsql.core.state import PipelineState
 from macsql.database.connection import resolve_database
-from macsql.database.schema import SchemaInfo, load_schema
+from macsql.database.schema import ForeignKey, SchemaInfo, load_schema
 from macsql.database.value_index import ValueMatch, open_value_index
 from macsql.linking.ranking import (
     LinkBudget,
@@ -34,6 +34,7 @@ def run_linking(
     """Value lookup then column linking, as the node and `macsql link` run them."""
     notes: list[str] = []
     matches: list[ValueMatch] = []
+    inferred: list[ForeignKey] = []
     if context.link_max_values > 0:
         try:
             index = open_value_index(
@@ -46,13 +47,37 @@ def run_linking(
             )
             matches = index.lookup(question_phrases(question, evidence))
             matches += flag_values(index.small_columns(), question, evidence)
+            inferred = index.joins()
         except Exception as exc:  # an unreadable table must not stop the question
             notes.append(f"value index unavailable: {type(exc).__name__}: {exc}")
     budget = LinkBudget(
-        context.link_max_columns, context.link_max_schema_chars, context.link_max_values
+        max_chars=context.link_max_schema_chars,
+        max_columns=context.link_max_columns,
+        max_values=context.link_max_values,
     )
-    embeddings = embeddings_named(context.link_embeddings) if context.link_embeddings else None
-    result = link_schema(schema, question, evidence, budget, matches, embeddings)
+    name = context.link_embeddings or ""
+    embeddings = None
+    if name:
+        try:
+            embeddings = embeddings_named(name)
+        except Exception as exc:  # a missing extra or an unreachable server: lexical only
+            notes.append(f"embeddings {name!r} unavailable: {type(exc).__name__}: {exc}")
+    try:
+        result = link_schema(
+            schema,
+            question,
+            evidence,
+            budget,
+            matches,
+            embeddings,
+            inferred=inferred,
+            embeddings_name=name,
+        )
+    except Exception as exc:
+        if embeddings is None:
+            raise
+        notes.append(f"embeddings {name!r} failed: {type(exc).__name__}: {exc}")
+        result = link_schema(schema, question, evidence, budget, matches, inferred=inferred)
     result.notes = notes + result.notes
     return result
 
