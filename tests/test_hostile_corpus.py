@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from conftest import concert_db
-from pg_support import pg_checksum, writable_engine
+from pg_support import pg_checksum, reader_name, writable_engine
 from sqlalchemy import text
 
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
@@ -300,13 +300,14 @@ def test_hostile_value_cannot_close_the_schema_block(scripted: Any, tmp_path: Pa
 
 @pytest.mark.postgres
 def test_hostile_value_in_postgres_reaches_prompt_as_data_and_writes_nothing(
-    scripted: Any, tmp_path: Path, pg_admin_url: str
+    scripted: Any, tmp_path: Path, pg_admin_url: str, pg_reader_url: str
 ) -> None:
     path = tmp_path / "hostile_value.sqlite"
     make_hostile_sqlite(path)
     name = "macsql_test_hostile_value"
-    copy_sqlite_to_postgres(path, pg_admin_url, name, replace=True)
-    url = database_url(pg_admin_url, name)
+    grant = reader_name(pg_reader_url)
+    copy_sqlite_to_postgres(path, pg_admin_url, name, replace=True, grant_select_to=grant)
+    url = database_url(pg_reader_url, name)
     ref = resolve_database(url)
     try:
         before = pg_checksum(ref)
