@@ -218,6 +218,7 @@ def execute_sql(
             done["verdict"] = verdict
             if verdict.allowed and not abandoned.is_set():
                 statement = verdict.sql or sql
+                done["ran_at"] = time.perf_counter()  # elapsed: the database's time only
                 done["result"] = _run_on_connection(
                     db, statement, bounds, abandoned, allowed_functions
                 )
@@ -241,7 +242,7 @@ def execute_sql(
     result: ExecutionResult = done["result"]
     result.executed = result.sql
     result.sql = sql
-    result.elapsed = time.perf_counter() - started
+    result.elapsed = time.perf_counter() - done.get("ran_at", started)
     return result
 
 

@@ -830,7 +830,7 @@ _VARIABLE_NODES: tuple[type[exp.Expression], ...] = (exp.SessionParameter,)
 _MYSQL_VARIABLE_NODES: tuple[type[exp.Expression], ...] = (exp.Parameter, exp.PropertyEQ)
 
 
-def _reads_a_variable(node: exp.Expression, dialect: str) -> bool:
+def _reads_a_variable(node: object, dialect: str) -> bool:
     if isinstance(node, _VARIABLE_NODES):
         return True
     return dialect == "mysql" and isinstance(node, _MYSQL_VARIABLE_NODES)

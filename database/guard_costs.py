@@ -76,6 +76,8 @@ def cost_problem(root: exp.Expression, dialect: str, limits: StatementLimits) ->
     """Why `root` asks a backend for work it cannot interrupt (see the module), or None."""
     sizes: dict[int, int] = {}
     for node in root.walk():
+        if not isinstance(node, exp.Expression):
+            continue
         problem = _node_problem(node, dialect, limits, sizes)
         if problem is not None:
             return problem
@@ -97,14 +99,12 @@ def _call_name(node: exp.Expression) -> str:
 def _arguments(node: exp.Expression) -> list[exp.Expression]:
     if isinstance(node, exp.Anonymous):
         return list(node.expressions)
-    return [
-        value
-        for key in ("this", "expression", "expressions")
-        for value in (
-            node.args.get(key) if isinstance(node.args.get(key), list) else [node.args.get(key)]
-        )
-        if isinstance(value, exp.Expression)
-    ]
+    found: list[exp.Expression] = []
+    for key in ("this", "expression", "expressions"):
+        value = node.args.get(key)
+        values = value if isinstance(value, list) else [value]
+        found += [item for item in values if isinstance(item, exp.Expression)]
+    return found
 
 
 def _node_problem(

@@ -47,6 +47,31 @@ class StatementLimits:
 
 DEFAULT_LIMITS = StatementLimits()
 
+# The Context field of each limit.
+_SETTINGS = {
+    "max_chars": "max_sql_chars",
+    "max_nodes": "max_sql_nodes",
+    "max_depth": "max_sql_depth",
+    "max_ctes": "max_ctes",
+    "max_query_blocks": "max_query_blocks",
+    "max_in_list": "max_in_list",
+    "max_pattern_chars": "max_pattern_chars",
+    "max_built_bytes": "max_result_bytes",
+}
+
+
+def statement_limits(settings: object | None) -> StatementLimits:
+    """The limits a `Context` (or any object with its field names) sets; defaults for the
+    fields it lacks."""
+    if settings is None:
+        return DEFAULT_LIMITS
+    values = {
+        limit: int(value)
+        for limit, name in _SETTINGS.items()
+        if isinstance(value := getattr(settings, name, None), int) and not isinstance(value, bool)
+    }
+    return StatementLimits(**values) if values else DEFAULT_LIMITS
+
 
 def token_problem(tokens: Sequence[Token], limits: StatementLimits) -> str | None:
     """Why the token stream is too large or too deeply nested to parse, or None."""

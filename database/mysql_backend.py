@@ -37,7 +37,7 @@ from macsql.database.session_pinning import (
 )
 
 
-class BoundedConnection(pymysql.connections.Connection):  # type: ignore[misc]
+class BoundedConnection(pymysql.connections.Connection):
     """PyMySQL's connection, its handshake bounded and its result reads charged to a budget
     (both through private methods of PyMySQL 1.1+: `_read_timeout`, `_read_bytes`)."""
 

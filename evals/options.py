@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from macsql.database.guard_limits import statement_limits
 from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.evals.scoring import Scorer
 from macsql.graph.context import Context, build_context
@@ -88,4 +89,5 @@ class EvalOptions:
             keep_distinct=self.keep_distinct,
             allowed_functions=context.allowed_functions if context else (),
             allowed_relations=context.allowed_relations if context else (),
+            limits=statement_limits(context) if context else None,
         )

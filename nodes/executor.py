@@ -12,6 +12,7 @@ from langgraph.types import interrupt
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.execution import Outcome, execute_sql
+from macsql.database.guard_limits import statement_limits
 from macsql.graph.context import BaseContext, ContextT, context_of
 from macsql.graph.state import ExecutionRecord, PipelineState
 from macsql.llm.traces import record_execution
@@ -68,6 +69,7 @@ def _execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRe
         max_bytes=context.max_result_bytes,
         allowed_functions=context.allowed_functions,
         allowed_relations=context.allowed_relations,
+        limits=statement_limits(context),
     )
     result.outcome = analyse(result.outcome, result.rows, context.dataset_style)
     record = result.to_state(max_cell_chars=context.max_cell_chars)

@@ -19,11 +19,10 @@ from macsql.graph.state import ChatTurn, R3State, ReviewerComment
 from macsql.nodes.agent_replies import WrittenSql, write_sql
 from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
-from macsql.nodes.execution_records import ran, render_result
+from macsql.nodes.execution_records import prompt_error, ran, render_result
 from macsql.nodes.executor import final_fields
 from macsql.nodes.failures import model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.quoting import shown_message
 from macsql.nodes.r3_kshot import format_examples
 from macsql.prompts import render_prompt
 
@@ -165,13 +164,14 @@ def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
 
 def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """H ← H + e; y' = LLM(H); H ← H + y'."""
+    context = context_of(runtime, R3Context)
     failed = state.get("last_execution") or {}
     turn = state.get("debug_turns", 0) + 1
     error = render_prompt(
         "r3_writer_debug",
         outcome=failed.get("outcome", "unknown"),
         error_class=failed.get("error_class") or "none",
-        error=shown_message(failed.get("error")),
+        error=prompt_error(failed, cells=context.send_rows_to_model),
     )
     history: list[Message] = [*(state.get("history") or []), {"role": "user", "content": error}]
     update, written = _ask(state, runtime, history, f"debug {turn}")

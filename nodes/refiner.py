@@ -9,9 +9,9 @@ from macsql.graph.state import MacSqlState
 from macsql.nodes.agent_replies import write_sql
 from macsql.nodes.approval import awaiting_approval
 from macsql.nodes.events import emit
+from macsql.nodes.execution_records import prompt_error
 from macsql.nodes.failures import NO_SQL_MESSAGE, model_failure
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.quoting import shown_message
 from macsql.prompts import render_prompt
 
 
@@ -26,7 +26,7 @@ def refiner_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlS
         sql=failed.get("sql") or "(no SQL was written)",
         outcome=failed.get("outcome", "unknown"),
         error_class=failed.get("error_class") or "none",
-        error=shown_message(failed.get("error")),
+        error=prompt_error(failed, cells=context.send_rows_to_model),
     )
     written = write_sql(
         runtime, context, Agent.REFINER, prompt, dialect=state.get("dialect", "sqlite")

@@ -16,11 +16,10 @@ from macsql.graph.context import Agent, SqlFixContext, context_of
 from macsql.graph.state import Fallback, Review, SqlFixState
 from macsql.nodes.agent_replies import field_text, reply_fallbacks, unreadable
 from macsql.nodes.events import emit
-from macsql.nodes.execution_records import ran, render_result
+from macsql.nodes.execution_records import prompt_error, ran, render_result
 from macsql.nodes.failures import model_failure
 from macsql.nodes.model_calls import call_agent
 from macsql.nodes.prompt_inputs import prompt_inputs
-from macsql.nodes.quoting import shown_message
 from macsql.nodes.replies import extract_json_object
 from macsql.nodes.reply_schemas import ReviewAnswer
 from macsql.prompts import render_prompt
@@ -65,7 +64,7 @@ def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
             "verdict": "error",
             "source": "execution",
             "reason": f"the query did not execute ({record.get('outcome', 'not run')}): "
-            f"{shown_message(record.get('error'))}",
+            f"{prompt_error(record, cells=context.send_rows_to_model)}",
         }
         emit(runtime, AGENT, "done", **review)
         return {"review": review, "original_sql": sql}
