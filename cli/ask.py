@@ -62,7 +62,7 @@ def ask_main(args: argparse.Namespace) -> int:
             raise UsageError("the question is empty")
         if args.traces and not args.json:
             raise UsageError("--traces goes with --json (the traces are part of the JSON)")
-        db = resolve_db_argument(args.db)
+        db = resolve_db_argument(args.db, getattr(args, "timeout", None))
         context = context_from_args(args)
         enable_cache(args)
         check_models(context)

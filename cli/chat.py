@@ -53,7 +53,7 @@ def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
 
 def chat_main(args: argparse.Namespace) -> int:
     try:
-        db = resolve_db_argument(args.db)
+        db = resolve_db_argument(args.db, getattr(args, "timeout", None))
         changes = [] if args.no_answer else ["answer=true"]
         args.context_fields = changes + list(getattr(args, "context_fields", None) or [])
         context = context_from_args(args)

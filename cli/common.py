@@ -160,14 +160,15 @@ def check_models(context: Context) -> None:
             raise UsageError(f"{exc} (flags: --model, --base-url, --api-key)") from exc
 
 
-def resolve_db_argument(value: str) -> str:
-    """`demo`, a SQLite path or a URL, checked to exist and to open; the string the graph
-    takes. A database that cannot be opened is a configuration error (exit 2, one line)."""
+def resolve_db_argument(value: str, timeout: float | None = None) -> str:
+    """`demo`, a SQLite path or a URL, checked to exist and to open (within `timeout`, the
+    command's `--timeout`, when given); the string the graph takes. A database that cannot be
+    opened is a configuration error (exit 2, one line)."""
     if value == DEMO_NAME:
         return str(ensure_demo_database())
     try:
         ref = resolve_database(value)
-        check_database(ref)
+        check_database(ref, timeout)
     except (DatabaseNotFoundError, DatabaseUnavailableError) as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value

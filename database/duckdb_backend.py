@@ -103,6 +103,7 @@ def run_duckdb(
     watchdog = threading.Timer(max(0.0, timeout), cursor.interrupt)
     watchdog.daemon = True
     watchdog.start()
+    reader: Any = None
     try:
         relation = cursor.sql(sql)  # bound, not run: its types decide how rows are read
         types = list(relation.types) if relation is not None else []
@@ -124,6 +125,8 @@ def run_duckdb(
             rows, truncated = fetch(cursor, max_rows) if description else ([], False)
     finally:
         watchdog.cancel()
+        if reader is not None:
+            reader.close()  # a result left open would block the pooled connection
         cursor.close()
     return columns, rows, truncated
 

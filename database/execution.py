@@ -246,6 +246,13 @@ def execute_sql(
     return result
 
 
+def statements_in_flight() -> int:
+    """Statement workers of this process still busy, callers gone or not: an in-process
+    engine's step that outlived its deadline would show here (0 when every statement ended)."""
+    alive = sum(1 for thread in threading.enumerate() if thread.name == _SQL_WORKERS.name)
+    return max(0, alive - _SQL_WORKERS.idle())
+
+
 _GUARD_OUTCOMES: dict[str, Outcome] = {
     GuardKind.SYNTAX: Outcome.SYNTAX_ERROR,
     # a table the database does not have: the same class as the engine's "no such table"
