@@ -13,6 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,

@@ -6,6 +6,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # what a shell reports for a program ended by SIGINT (Ctrl-C)
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a program ended by SIGPIPE
 
 

@@ -156,7 +156,14 @@ def resolve_database(db: str) -> DatabaseRef:
         text = str(ensure_demo_database())
     if "://" not in text:
         path = Path(text).expanduser()
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except OSError as exc:  # a name too long for the file system, a loop of links, ...
+            shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+            raise DatabaseNotFoundError(
+                f"cannot use {shown} as a database: {exc.strerror}"
+            ) from None
+        if not found:
             raise DatabaseNotFoundError(f"database file not found: {text}")
         # Cache by absolute path, so a changed working directory cannot reuse a stale entry.
         return _sqlite_ref(str(path.absolute()))
@@ -182,10 +189,23 @@ def resolve_database(db: str) -> DatabaseRef:
             raise DatabaseNotFoundError("an in-memory DuckDB database has no tables to query")
         if not duck_file.is_file():
             raise DatabaseNotFoundError(f"database file not found: {duck_file}")
+        if _is_sqlite_file(duck_file):
+            raise DatabaseNotFoundError(
+                f"{duck_file} is a SQLite database, not a DuckDB one: pass the path itself "
+                f"(or sqlite:///{duck_file}) as the database"
+            )
     flag = str(url.query.get(ALLOW_PRIVILEGED_PARAM, "")).strip().lower()
     return DatabaseRef(
         url=normalise_url(text), backend=backend, allow_privileged=flag in ("1", "true", "yes")
     )
+
+
+def _is_sqlite_file(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 _engines: dict[str, Engine] = {}
@@ -347,7 +367,13 @@ def check_database(ref: DatabaseRef, timeout: float | None = None) -> None:
 def _open_once(ref: DatabaseRef) -> None:
     try:
         if ref.sqlite_path is not None:
-            _check_sqlite_file(ref.sqlite_path)
+            try:
+                _check_sqlite_file(ref.sqlite_path)
+            except sqlite3.OperationalError as exc:
+                hint = sqlite_open_hint(ref.sqlite_path) if "unable to open" in str(exc) else None
+                if hint is None:
+                    raise
+                raise DatabaseUnavailableError(hint) from exc
         else:
             from sqlalchemy import text
 
