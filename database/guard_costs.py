@@ -8,9 +8,10 @@ the work would not. So the guard refuses, in every dialect, the classes such cal
 
 1. **Values built to a size the query names** (`repeat`, `lpad`/`rpad`, `space`, the widths and
    precisions of `printf`/`format`, `array_fill`, DuckDB's list-building `range`): every size
-   argument is a constant, and the value a chain of such calls builds from constants, counting
-   each byte of data as one, fits `StatementLimits.max_built_bytes` (the result byte budget).
-   A `printf`/`format` pattern is a constant, so that its widths can be read.
+   argument is a constant, and what such calls build from constants, counting each byte of data
+   as one (a chain of them multiplies, calls side by side add up: a row's values are built in
+   one step), fits `StatementLimits.max_built_bytes`. A `printf`/`format` pattern is a
+   constant, so that its widths can be read.
 2. **Edit distances**, whose work (and for `damerau_levenshtein` memory) grows with the product of
    their arguments' lengths: one argument is a constant of at most `max_pattern_chars`
    characters, so the work is linear in the other.
@@ -75,13 +76,31 @@ _MAX_DEPTH = 64
 def cost_problem(root: exp.Expression, dialect: str, limits: StatementLimits) -> str | None:
     """Why `root` asks a backend for work it cannot interrupt (see the module), or None."""
     sizes: dict[int, int] = {}
+    built = 0
     for node in root.walk():
         if not isinstance(node, exp.Expression):
             continue
         problem = _node_problem(node, dialect, limits, sizes)
         if problem is not None:
             return problem
+        if _is_builder(node, dialect) and not _inside_a_builder(node, dialect):
+            built += sizes.get(id(node), 0)
+            if built > limits.max_built_bytes:
+                return (
+                    f"the query asks its functions to build {built:,} bytes from constants, "
+                    f"over the {limits.max_built_bytes:,}-byte limit; such calls cannot be "
+                    "interrupted"
+                )
     return None
+
+
+def _inside_a_builder(node: exp.Expression, dialect: str) -> bool:
+    parent, depth = node.parent, 0
+    while parent is not None and depth < _MAX_DEPTH:
+        if _is_builder(parent, dialect):
+            return True
+        parent, depth = parent.parent, depth + 1
+    return False
 
 
 def _call_name(node: exp.Expression) -> str:
@@ -126,8 +145,8 @@ def _node_problem(
         if built > limits.max_built_bytes:
             return (
                 f"{name or type(node).__name__.lower()}() would build a value of up to "
-                f"{built:,} bytes, over the {limits.max_built_bytes:,}-byte budget "
-                "(Context.max_result_bytes); one such call cannot be interrupted"
+                f"{built:,} bytes, over the {limits.max_built_bytes:,}-byte limit of what a "
+                "query may build from constants; one such call cannot be interrupted"
             )
     return None
 

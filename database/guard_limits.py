@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-DEFAULT_MAX_BUILT_BYTES = 64 * 1024 * 1024
-"""The largest value a query may ask a function to build (the default result byte budget)."""
+DEFAULT_MAX_BUILT_BYTES = 2 * 1024 * 1024
+"""The most a query may ask functions to build from constants in one row (repeat, lpad, printf
+widths, ...): one such call is one step no engine interrupts, and SQLite's printf('%.*c', n)
+took 0.6 s for 10 million characters, whatever its length limit. No text-to-SQL query builds
+megabytes of padding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +44,8 @@ class StatementLimits:
     """Characters of a constant LIKE, SIMILAR TO or regular-expression pattern, and of the
     short constant side of an edit-distance function."""
     max_built_bytes: int = DEFAULT_MAX_BUILT_BYTES
-    """The largest value a query may ask a function to build from constants (repeat, lpad,
-    printf widths, ...): the result's byte budget."""
+    """The bytes a query may ask functions to build from constants in one row, summed over its
+    builders (repeat, lpad, printf widths, ...); at most the result's byte budget."""
 
 
 DEFAULT_LIMITS = StatementLimits()
@@ -70,6 +73,8 @@ def statement_limits(settings: object | None) -> StatementLimits:
         for limit, name in _SETTINGS.items()
         if isinstance(value := getattr(settings, name, None), int) and not isinstance(value, bool)
     }
+    if "max_built_bytes" in values:
+        values["max_built_bytes"] = min(values["max_built_bytes"], DEFAULT_MAX_BUILT_BYTES)
     return StatementLimits(**values) if values else DEFAULT_LIMITS
 
 

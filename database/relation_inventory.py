@@ -100,7 +100,7 @@ def guard_verdict(
     Raises what the driver raises when the inventory cannot be read (the caller classifies it).
     """
     limits = limits or DEFAULT_LIMITS
-    if max_bytes is not None and max_bytes != limits.max_built_bytes:
+    if max_bytes is not None and max_bytes < limits.max_built_bytes:
         limits = replace(limits, max_built_bytes=max_bytes)
     entry = _entry(db)
     extra_functions, extra_relations = tuple(allowed_functions), tuple(allowed_relations)
