@@ -154,7 +154,7 @@ def _node_problem(
 # --- 1. values built to a named size -----------------------------------------------------------
 
 
-def _is_builder(node: exp.Expression, dialect: str) -> bool:
+def _is_builder(node: object, dialect: str) -> bool:
     if isinstance(node, exp.Repeat | exp.Pad | exp.Space | exp.Format):
         return True
     if isinstance(node, exp.GenerateSeries) and dialect == "duckdb":
