@@ -49,14 +49,14 @@ from macsql.database.dialect_refusals import (
     dialect_function_reason,
     dialect_word_reason,
 )
-from macsql.database.guard_costs import cost_problem
+from macsql.database.guard_costs import CostCheck
 from macsql.database.guard_dialects import guard_dialect
 from macsql.database.guard_functions import COMMON_FUNCTIONS, SAFE_FUNCTIONS, UNSAFE_TYPED_FUNCTIONS
 from macsql.database.guard_limits import (
     DEFAULT_LIMITS,
     StatementLimits,
+    TreeSize,
     token_problem,
-    tree_problem,
 )
 from macsql.database.guard_relations import (
     CteScopes,
@@ -779,11 +779,18 @@ def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
     if not isinstance(root, _ALLOWED_ROOTS):
         kind, label = _classify_node(root)
         return _refuse(kind, f"Rejected: {label} is not a read-only query. {_ONLY_SELECT}.")
-    too_large = tree_problem(root, policy.limits)
-    if too_large is not None:
-        return _too_complex(too_large)
+    # One walk: the tree's size, each node's own rules, the costs. Counting stops the walk at
+    # the first limit passed, so a huge tree costs no more than the limit.
+    size = TreeSize(policy.limits)
+    costs = CostCheck(dialect, policy.limits)
+    unstoppable: str | None = None
     scopes = CteScopes(dialect)
     for node in root.walk():
+        too_large = size.see(node)
+        if too_large is not None:
+            return _too_complex(too_large)
+        if unstoppable is None:
+            unstoppable = costs.see(node)
         if isinstance(node, _FORBIDDEN_NODE_TYPES):
             return _nested_verdict(node)
         if isinstance(node, exp.Func):
@@ -812,7 +819,6 @@ def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
                 f"server or session variable, which is not the database's data. Query its "
                 f"tables only.",
             )
-    unstoppable = cost_problem(root, dialect, policy.limits)
     if unstoppable is not None:
         return _refuse(GuardKind.UNSTOPPABLE, f"Rejected: {unstoppable}.")
     return _OK
@@ -836,11 +842,15 @@ def _reads_a_variable(node: object, dialect: str) -> bool:
     return dialect == "mysql" and isinstance(node, _MYSQL_VARIABLE_NODES)
 
 
-def _write(tree: exp.Expression, dialect: str) -> str:
+def _write(tree: exp.Expression, dialect: str, *, copy: bool = True) -> str:
     """The statement as the database will read it: no comments (an executable comment, or one
-    that ends where the server and sqlglot disagree, never reaches the server)."""
+    that ends where the server and sqlglot disagree, never reaches the server). `copy=False`
+    for a tree nobody else holds: the writer may rearrange it."""
     return tree.sql(
-        dialect=guard_dialect(dialect), comments=False, unsupported_level=ErrorLevel.RAISE
+        dialect=guard_dialect(dialect),
+        comments=False,
+        unsupported_level=ErrorLevel.RAISE,
+        copy=copy,
     )
 
 
@@ -850,12 +860,22 @@ def _executable(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
     exactly what the guard saw, whatever the model's text held (comments, odd spaces, quoting
     the server would read otherwise); a statement that does not survive this is refused."""
     tree = confine_information_views(root, dialect, policy.relations, policy.allowed_relations)
+    limits = _written_limits(policy.limits)
     try:
-        text = _write(tree or root, dialect)
-        limits = _written_limits(policy.limits)
-        short = len(text) <= _CACHED_TEXT_MAX_CHARS
-        reread = (_cached_statement if short else _statement)(text, dialect, limits)
-        again = _write(reread, dialect) if isinstance(reread, exp.Expression) else None
+        # The cached tree is shared and is copied as it is written; the confined copy and the
+        # text's own fresh parse are this call's alone.
+        text = _write(tree or root, dialect, copy=tree is None)
+        reread = _statement(text, dialect, limits)
+        if not isinstance(reread, exp.Expression):
+            return _refuse(
+                GuardKind.UNSUPPORTED,
+                "Rejected: the SQL checker cannot write this statement so that it reads back "
+                "the same; it is not run. Rewrite it in plain SQL.",
+            )
+        checked = _check_tree(reread, dialect, replace(policy, limits=limits))
+        if not checked.allowed:
+            return checked
+        again = _write(reread, dialect, copy=False)
     except RecursionError:
         return _too_complex("the statement is nested too deeply to write back")
     except Exception as exc:  # sqlglot cannot write this construct in the dialect
@@ -865,15 +885,12 @@ def _executable(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
             f"{_DISPLAY.get(dialect, dialect or 'SQL')} ({type(exc).__name__}: "
             f"{str(exc)[:160]}). Rewrite it in plain SQL.",
         )
-    if not isinstance(reread, exp.Expression) or again != text:
+    if again != text:
         return _refuse(
             GuardKind.UNSUPPORTED,
             "Rejected: the SQL checker cannot write this statement so that it reads back the "
             "same; it is not run. Rewrite it in plain SQL.",
         )
-    checked = _check_tree(reread, dialect, replace(policy, limits=limits))
-    if not checked.allowed:
-        return checked
     return GuardVerdict(True, GuardKind.OK, None, text)
 
 

@@ -26,6 +26,7 @@ Everywhere a constant LIKE, SIMILAR TO or regular-expression pattern is at most
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -73,24 +74,42 @@ _DATA_SIZED = (exp.Lower, exp.Upper, exp.Trim, exp.Cast, exp.TryCast, exp.Paren)
 _MAX_DEPTH = 64
 
 
-def cost_problem(root: exp.Expression, dialect: str, limits: StatementLimits) -> str | None:
-    """Why `root` asks a backend for work it cannot interrupt (see the module), or None."""
-    sizes: dict[int, int] = {}
-    built = 0
-    for node in root.walk():
+class CostCheck:
+    """The module's rules, applied node by node as the guard's one walk meets them."""
+
+    __slots__ = ("built", "dialect", "limits", "sizes")
+
+    def __init__(self, dialect: str, limits: StatementLimits) -> None:
+        self.dialect = dialect
+        self.limits = limits
+        self.sizes: dict[int, int] = {}
+        self.built = 0
+
+    def see(self, node: object) -> str | None:
+        """Why `node` asks a backend for work it cannot interrupt, or None."""
         if not isinstance(node, exp.Expression):
-            continue
-        problem = _node_problem(node, dialect, limits, sizes)
+            return None
+        problem = _node_problem(node, self.dialect, self.limits, self.sizes)
         if problem is not None:
             return problem
-        if _is_builder(node, dialect) and not _inside_a_builder(node, dialect):
-            built += sizes.get(id(node), 0)
-            if built > limits.max_built_bytes:
+        if _is_builder(node, self.dialect) and not _inside_a_builder(node, self.dialect):
+            self.built += self.sizes.get(id(node), 0)
+            if self.built > self.limits.max_built_bytes:
                 return (
-                    f"the query asks its functions to build {built:,} bytes from constants, "
-                    f"over the {limits.max_built_bytes:,}-byte limit; such calls cannot be "
-                    "interrupted"
+                    f"the query asks its functions to build {self.built:,} bytes from "
+                    f"constants, over the {self.limits.max_built_bytes:,}-byte limit; such "
+                    "calls cannot be interrupted"
                 )
+        return None
+
+
+def cost_problem(root: exp.Expression, dialect: str, limits: StatementLimits) -> str | None:
+    """Why `root` asks a backend for work it cannot interrupt (see the module), or None."""
+    check = CostCheck(dialect, limits)
+    for node in root.walk():
+        problem = check.see(node)
+        if problem is not None:
+            return problem
     return None
 
 
@@ -107,12 +126,18 @@ def _call_name(node: exp.Expression) -> str:
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
     if isinstance(node, exp.Func):
-        try:
-            names = type(node).sql_names()
-        except Exception:  # an abstract base without a name
-            return ""
-        return names[0].lower() if names else ""
+        func_type: Any = type(node)  # a class is hashable; mypy's Hashable check misreads it
+        return _typed_name(func_type)
     return ""
+
+
+@functools.cache
+def _typed_name(func_type: Any) -> str:
+    try:
+        names = func_type.sql_names()
+    except Exception:  # an abstract base without a name
+        return ""
+    return names[0].lower() if names else ""
 
 
 def _arguments(node: exp.Expression) -> list[exp.Expression]:

@@ -100,30 +100,51 @@ def token_problem(tokens: Sequence[Token], limits: StatementLimits) -> str | Non
     return None
 
 
-def tree_problem(root: exp.Expression, limits: StatementLimits) -> str | None:
-    """Why the parsed statement is too large for a server to plan quickly, or None."""
-    nodes = ctes = selects = 0
-    for node in root.walk():
-        nodes += 1
+class TreeSize:
+    """Counts a tree's nodes, CTEs and SELECTs as the guard's one walk meets them."""
+
+    __slots__ = ("ctes", "limits", "nodes", "selects")
+
+    def __init__(self, limits: StatementLimits) -> None:
+        self.limits = limits
+        self.nodes = self.ctes = self.selects = 0
+
+    def see(self, node: object) -> str | None:
+        """Why the tree is too large for a server to plan quickly, once it is; else None."""
+        limits = self.limits
+        self.nodes += 1
+        if self.nodes > limits.max_nodes:
+            return (
+                f"the statement has more than {limits.max_nodes:,} syntax nodes "
+                "(Context.max_sql_nodes)"
+            )
         if isinstance(node, exp.CTE):
-            ctes += 1
+            self.ctes += 1
+            if self.ctes > limits.max_ctes:
+                return (
+                    f"the statement has more than {limits.max_ctes} CTEs; the limit is "
+                    f"{limits.max_ctes} (Context.max_ctes)"
+                )
         elif isinstance(node, exp.Select):
-            selects += 1
+            self.selects += 1
+            if self.selects > limits.max_query_blocks:
+                return (
+                    f"the statement has more than {limits.max_query_blocks} SELECTs; the limit "
+                    f"is {limits.max_query_blocks} (Context.max_query_blocks)"
+                )
         elif isinstance(node, exp.In) and len(node.expressions) > limits.max_in_list:
             return (
                 f"an IN list has {len(node.expressions):,} values; the limit is "
                 f"{limits.max_in_list:,} (Context.max_in_list). Use a join or a range instead"
             )
-    if nodes > limits.max_nodes:
-        return (
-            f"the statement has {nodes:,} syntax nodes; the limit is {limits.max_nodes:,} "
-            "(Context.max_sql_nodes)"
-        )
-    if ctes > limits.max_ctes:
-        return f"the statement has {ctes} CTEs; the limit is {limits.max_ctes} (Context.max_ctes)"
-    if selects > limits.max_query_blocks:
-        return (
-            f"the statement has {selects} SELECTs; the limit is {limits.max_query_blocks} "
-            "(Context.max_query_blocks)"
-        )
+        return None
+
+
+def tree_problem(root: exp.Expression, limits: StatementLimits) -> str | None:
+    """Why the parsed statement is too large for a server to plan quickly, or None."""
+    size = TreeSize(limits)
+    for node in root.walk():
+        problem = size.see(node)
+        if problem is not None:
+            return problem
     return None

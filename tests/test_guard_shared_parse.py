@@ -1,7 +1,7 @@
 """A query is checked twice per eval item: with no policy as its reply is read, with its
-database's as it runs. The two checks share one parse of the model's text and one of the text
-written back from it, and still reach each policy's own verdict (the cached trees are only
-read)."""
+database's as it runs. The two checks share one parse of the model's text, and still reach each
+policy's own verdict (the cached tree is only read). The text written back from it, which is
+what runs, is parsed afresh by each check that allows the query (its writer may rearrange it)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def test_checks_under_different_policies_parse_once(parses: list[str]) -> None:
     other = make_policy(_tables("concert"))
     verdict = check_statement(sql, "sqlite", other)
     assert not verdict.allowed and verdict.kind == GuardKind.UNKNOWN_RELATION
-    assert parses == [sql, check_statement(sql, "sqlite").sql]
+    written = check_statement(sql, "sqlite").sql
+    assert parses == [sql, written, written]  # the third check refused: nothing written
 
 
 def test_a_function_refused_by_one_policy_and_allowed_by_another(parses: list[str]) -> None:

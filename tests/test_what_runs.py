@@ -52,8 +52,12 @@ def generated(dialect: str) -> list[str]:
     name_quote = "`" if dialect == "mysql" else '"'
     statements: list[str] = []
     for c in CHARACTERS:
+        # `--` then the character: a comment to the guard; to MariaDB, unless the character
+        # is ASCII whitespace, two minus signs and a name (issue 26 read /etc/passwd so).
+        aliased = f"FROM (SELECT 1 AS v) AS {name_quote}{c}{name_quote}"
         statements += [
             f"SELECT 1 AS a --{c}1, 2 AS b\n",
+            f"SELECT 1 --{c}.v, 2 AS b\n{aliased}",
             f"SELECT 1 AS a /*{c}*/, 2 AS b",
             f"SELECT 'x{c}y' AS a, 2 AS b",
             f"SELECT 1 AS {name_quote}x{c}y{name_quote}, 2 AS b",
@@ -61,7 +65,7 @@ def generated(dialect: str) -> list[str]:
         if dialect == "mysql":
             statements += [
                 f"SELECT 1 AS a #{c}1, 2 AS b\n",
-                f"SELECT 1 AS a --{c}1, LOAD_FILE('/etc/passwd') AS b\n",
+                f"SELECT 1 --{c}.v, LOAD_FILE('/etc/passwd') AS b\n{aliased}",
             ]
     statements += [
         "SELECT 'a\\'' AS a, 2 AS b --'",
