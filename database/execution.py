@@ -55,7 +55,7 @@ from macsql.graph.worker_threads import WorkerThreads
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from macsql.database.guard_limits import StatementLimits
+    from macsql.database.statement_limits import StatementLimits
 
 # The guard (sqlglot) and the backends (SQLAlchemy) are imported by the first execution, not
 # with this module: the graph imports it long before any SQL exists.

@@ -49,7 +49,7 @@ from macsql.database.dialect_refusals import (
     dialect_function_reason,
     dialect_word_reason,
 )
-from macsql.database.guard_costs import CostCheck
+from macsql.database.guard_costs import PATTERN_TOO_LONG, CostCheck
 from macsql.database.guard_dialects import guard_dialect
 from macsql.database.guard_functions import COMMON_FUNCTIONS, SAFE_FUNCTIONS, UNSAFE_TYPED_FUNCTIONS
 from macsql.database.guard_limits import (
@@ -820,6 +820,8 @@ def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
                 f"tables only.",
             )
     if unstoppable is not None:
+        if unstoppable.startswith(PATTERN_TOO_LONG):
+            return _too_complex(unstoppable)
         return _refuse(GuardKind.UNSTOPPABLE, f"Rejected: {unstoppable}.")
     return _OK
 

@@ -1,10 +1,11 @@
 """Work a backend cannot interrupt, refused before it starts.
 
-A deadline stops a query only where the engine checks for interruption. Inside one function
-call many do not: SQLite's `printf('%.*c', 2000000000, 'x')` is one step of 10-20 minutes that
-`interrupt()` cannot cut, DuckDB's `repeat('x', 1e9)` ran 36 s and took 3.9 GB of this process,
-MariaDB went on with a KILLed `REGEXP_REPLACE` for minutes. The caller returns at its deadline;
-the work would not. So the guard refuses, in every dialect, the classes such calls belong to:
+A deadline stops a query only where the engine checks for interruption. Inside one function call
+many do not: SQLite's `printf('%.*c', 60000000, 'x')` took 1.5 s in one step that `interrupt()`
+cannot cut (whatever its length limit), DuckDB's `repeat('x', 1e9)` ran 36 s and took 3.9 GB of
+this process, a KILLed MariaDB `REGEXP_REPLACE` was still running two minutes later. The caller
+returns at its deadline; the work would not. So the guard refuses, in every dialect, the classes
+such calls belong to:
 
 1. **Values built to a size the query names** (`repeat`, `lpad`/`rpad`, `space`, the widths and
    precisions of `printf`/`format`, `array_fill`, DuckDB's list-building `range`): every size
@@ -370,6 +371,10 @@ def _edit_distance_problem(node: exp.Expression, name: str, limits: StatementLim
 # --- 3. regular expressions and patterns --------------------------------------------------------
 
 
+PATTERN_TOO_LONG = "a pattern of"
+"""How a pattern-length refusal starts: a size limit (`too_complex`), not the costs' class."""
+
+
 def _pattern_length_problem(pattern: Any, limits: StatementLimits) -> str | None:
     if (
         isinstance(pattern, exp.Literal)
@@ -377,7 +382,7 @@ def _pattern_length_problem(pattern: Any, limits: StatementLimits) -> str | None
         and len(str(pattern.this)) > limits.max_pattern_chars
     ):
         return (
-            f"a pattern of {len(str(pattern.this)):,} characters; the limit is "
+            f"{PATTERN_TOO_LONG} {len(str(pattern.this)):,} characters; the limit is "
             f"{limits.max_pattern_chars} (Context.max_pattern_chars)"
         )
     return None

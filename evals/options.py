@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from macsql.database.guard_limits import statement_limits
+from macsql.database.statement_limits import statement_limits
 from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.evals.scoring import Scorer
 from macsql.graph.context import Context, build_context

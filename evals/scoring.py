@@ -25,7 +25,7 @@ from typing import Any
 
 from macsql.database.connection import DatabaseNotFoundError, DatabaseRef, resolve_database
 from macsql.database.execution import ExecutionResult, Outcome, execute_sql
-from macsql.database.guard_limits import StatementLimits
+from macsql.database.statement_limits import StatementLimits
 from macsql.evals.compare import (
     FIRST_STATEMENT_NOTE,
     bird_equal,

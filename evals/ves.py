@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from macsql.database.connection import DatabaseRef
 from macsql.database.execution import DEFAULT_MAX_RESULT_BYTES, execute_sql
-from macsql.database.guard_limits import StatementLimits
+from macsql.database.statement_limits import StatementLimits
 
 OFFICIAL_ITERATIONS = 100
 

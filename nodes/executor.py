@@ -12,7 +12,7 @@ from langgraph.types import interrupt
 
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.execution import Outcome, execute_sql
-from macsql.database.guard_limits import statement_limits
+from macsql.database.statement_limits import statement_limits
 from macsql.graph.context import BaseContext, ContextT, context_of
 from macsql.graph.state import ExecutionRecord, PipelineState
 from macsql.llm.traces import record_execution
