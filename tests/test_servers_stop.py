@@ -407,3 +407,26 @@ def test_a_duckdb_file_open_beyond_reading_is_refused(
         assert result.error and "external access" in result.error
     finally:
         get_engine(other).dispose()
+
+
+def test_a_database_of_many_slow_views_costs_one_sampling_budget(tmp_path: Path) -> None:
+    import sqlite3
+
+    from macsql.database.schema import build_schema
+
+    path = tmp_path / "slow_views.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (v INTEGER)")
+    slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000000)"
+    for i in range(20):  # each view computes for about a second before its first row
+        conn.execute(f"CREATE VIEW slow_{i} AS {slow} SELECT count(*) + {i} AS n FROM c")
+    conn.commit()
+    conn.close()
+    ref = resolve_database(str(path))
+    started = time.monotonic()
+    schema = build_schema(ref, timeout=TIMEOUT)
+    elapsed = time.monotonic() - started
+    get_engine(ref).dispose()
+    assert len(schema.tables) == 21
+    assert elapsed < 3 * TIMEOUT, f"sampling took {elapsed:.1f}s"  # not one timeout per view
+    assert any("no value examples for" in note for note in schema.notes), schema.notes
