@@ -289,3 +289,22 @@ def test_mariadb_reads_strings_as_pinned_whatever_the_server_default(
             cur.execute(f"SET GLOBAL sql_mode = '{before}'")
         admin.close()
         get_engine(ref).dispose()
+
+
+def test_a_statement_that_does_not_write_back_the_same_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from macsql.database import guard
+
+    real = guard._write
+    calls = {"n": 0}
+
+    def drifting(tree: object, dialect: str, *, copy: bool = True) -> str:
+        calls["n"] += 1
+        text = real(tree, dialect, copy=copy)  # type: ignore[arg-type]
+        return text if calls["n"] % 2 else text + " "  # the second writing differs
+
+    monkeypatch.setattr(guard, "_write", drifting)
+    verdict = check_statement("SELECT name FROM singer_write_back WHERE age > 30", "sqlite")
+    assert not verdict.allowed and verdict.kind == "unsupported", verdict
+    assert verdict.sql is None and "reads back the same" in (verdict.reason or "")
