@@ -146,7 +146,7 @@ def ask_main(args: argparse.Namespace) -> int:
         question = _check_arguments(args)
         if args.thread:
             return _resume(args, console)
-        db = resolve_db_argument(args.db)
+        db = resolve_db_argument(args.db, getattr(args, "timeout", None))
         context = context_from_args(args)
         enable_cache(args)
         check_models(context)

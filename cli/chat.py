@@ -95,7 +95,7 @@ def chat_main(args: argparse.Namespace) -> int:
     try:
         if not args.db:
             raise UsageError("--db is needed to chat (a SQLite file, a URL, or 'demo')")
-        db = resolve_db_argument(args.db)
+        db = resolve_db_argument(args.db, getattr(args, "timeout", None))
         changes = [] if args.no_answer else ["answer=true"]
         args.context_fields = changes + list(getattr(args, "context_fields", None) or [])
         context = context_from_args(args)

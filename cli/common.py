@@ -10,6 +10,7 @@ from typing import get_args, get_origin, get_type_hints
 
 from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_PAUSED,
@@ -177,15 +178,16 @@ def check_models(context: Context) -> None:
             raise UsageError(f"{exc} (flags: --model, --base-url, --api-key)") from exc
 
 
-def resolve_db_argument(value: str) -> str:
-    """`demo`, a SQLite path or a URL, checked to exist and to open; the string the graph
-    takes. A database that cannot be opened is a configuration error (exit 2, one line)."""
+def resolve_db_argument(value: str, timeout: float | None = None) -> str:
+    """`demo`, a SQLite path or a URL, checked to exist and to open (within `timeout`, the
+    command's `--timeout`, when given); the string the graph takes. A database that cannot be
+    opened is a configuration error (exit 2, one line)."""
     if value == DEMO_NAME:
         return str(ensure_demo_database())
     value = _table_file_as_database(value)
     try:
         ref = resolve_database(value)
-        check_database(ref)
+        check_database(ref, timeout)
     except (DatabaseNotFoundError, DatabaseUnavailableError) as exc:
         raise UsageError(str(exc)) from exc
     return str(ref.sqlite_path) if ref.sqlite_path else value

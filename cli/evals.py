@@ -15,6 +15,7 @@ from pathlib import Path
 
 from macsql.cli.common import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_USAGE,
@@ -42,7 +43,7 @@ from macsql.evals.predictions import (
 )
 from macsql.evals.results import RunDirectoryError
 from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
-from macsql.evals.runner import run_eval_sync
+from macsql.evals.runner import EvalInterrupted, run_eval_sync
 from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
 from macsql.evals.ves import OFFICIAL_ITERATIONS
 from macsql.llm.models import ModelConfigError
@@ -253,6 +254,13 @@ def eval_main(args: argparse.Namespace) -> int:
         result = run_eval_sync(options)
     except (DatasetError, RunDirectoryError, KeyError) as exc:
         return _usage_error(exc)
+    except EvalInterrupted as exc:
+        print(f"macsql: {exc}", file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        # Every file is written and closed; threads still inside a model call or a query
+        # would hold the interpreter's exit for as long as they take.
+        os._exit(EXIT_INTERRUPTED)
     summary = result.summary
     levels = BIRD_LEVELS if args.dataset == "bird" else SPIDER_LEVELS
     print(summary_text(summary, levels))
@@ -265,6 +273,14 @@ def eval_main(args: argparse.Namespace) -> int:
         warn_if_privileged(next((item.db for item in first if item.db), None))
     if summary.get("problem"):  # the figures above do not measure the model
         print(f"macsql: error: {summary['problem']}", file=sys.stderr)
+        return EXIT_FAILED
+    if summary.get("unpredicted"):
+        print(
+            f"macsql: {summary['unpredicted']} items have no prediction yet (their model call "
+            "or database failed, or the run stopped early); run the same command with --resume "
+            "to retry them",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return EXIT_OK
 

@@ -12,6 +12,7 @@ to resume are printed."""
 EXIT_PARTIAL = 4
 """`score`: fewer predictions than questions (and no `--partial`); the figures cover only the
 predicted questions."""
+EXIT_INTERRUPTED = 130  # what a shell reports for a program ended by SIGINT (Ctrl-C)
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a program ended by SIGPIPE
 
 

@@ -41,7 +41,7 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> tuple[str, Context, Any]:
-    db = resolve_db_argument(args.db)
+    db = resolve_db_argument(args.db, getattr(args, "timeout", None))
     context = context_from_args(args)
     schema = load_schema(
         resolve_database(db),

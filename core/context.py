@@ -24,6 +24,7 @@ from pydantic import Field, StringConstraints, TypeAdapter, ValidationError
 
 DatasetStyle = Literal["bird", "spider"]
 ReplyFormat = Literal["text", "structured"]
+RepairScope = Literal["thread", "user", "database"]
 
 
 class ContextError(ValueError):
@@ -290,8 +291,47 @@ class BaseContext:
         default=64 * 1024 * 1024,
         metadata=_doc(
             "Byte budget of one query result (with the row cap): a longer value or a larger "
-            "result stops the query with the outcome 'result_too_large', never out of memory.",
+            "result stops the query with the outcome 'result_too_large', never out of memory. "
+            "A query may not ask a function to build a larger value (repeat, lpad, printf).",
             minimum=1024,
+        ),
+    )
+    # Statement limits: checked before the server sees a query (outcome 'rejected'); the
+    # defaults sit far above any real query and below what slows the guard or a server's
+    # planner (docs/safety.md).
+    max_sql_chars: int = field(
+        default=20_000,
+        metadata=_doc("Statement limit: characters of one SQL query.", minimum=1),
+    )
+    max_sql_nodes: int = field(
+        default=4_000,
+        metadata=_doc("Statement limit: tokens, and syntax-tree nodes, of one query.", minimum=1),
+    )
+    max_sql_depth: int = field(
+        default=24,
+        metadata=_doc("Statement limit: parentheses nested in one another.", minimum=1),
+    )
+    max_ctes: int = field(
+        default=16,
+        metadata=_doc("Statement limit: CTEs (WITH ... AS) in one query.", minimum=0),
+    )
+    max_query_blocks: int = field(
+        default=32,
+        metadata=_doc(
+            "Statement limit: SELECTs in one query (subqueries, CTEs, set operations).",
+            minimum=1,
+        ),
+    )
+    max_in_list: int = field(
+        default=500,
+        metadata=_doc("Statement limit: values in one IN (...) list.", minimum=1),
+    )
+    max_pattern_chars: int = field(
+        default=200,
+        metadata=_doc(
+            "Statement limit: characters of a constant LIKE or regular-expression pattern, "
+            "and of the constant side of an edit distance (levenshtein).",
+            minimum=1,
         ),
     )
 
@@ -394,7 +434,25 @@ class SqlFixContext(BaseContext, _DecomposerModel, _ReviewerModel):
     record_repairs: bool = field(
         default=False,
         metadata=_doc(
-            "Write each repair that passes the check into the repair memory, for later runs."
+            "Write each repair that passes the check into the repair memory, for later runs "
+            "(within `repair_memory_scope`)."
+        ),
+    )
+    repair_memory_scope: RepairScope = field(
+        default="thread",
+        metadata=_doc(
+            "Who reads a recorded repair (it holds a question, SQL and the reviewer's reason): "
+            "'thread' (the default) the same user, database and conversation thread only; "
+            "'user' every thread of that user on that database; 'database' every user of that "
+            "database. Seeded repairs (repair_memory_file) are read by everyone.",
+            enum=["thread", "user", "database"],
+        ),
+    )
+    user_id: str | None = field(
+        default=None,
+        metadata=_doc(
+            "Who is asking, for the repair memory's namespace (default: the run config's "
+            "`user_id` or LangGraph's authenticated user, else 'anonymous')."
         ),
     )
 

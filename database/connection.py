@@ -4,7 +4,13 @@ A database is named by a SQLite file path or an SQLAlchemy URL. Engines are crea
 database and reused (SQLAlchemy pools the connections), and every engine is read-only at the
 engine level: SQLite is opened with `mode=ro` and `PRAGMA query_only`, PostgreSQL sessions
 default to read-only transactions, DuckDB files are opened `read_only` with external access
-disabled (`macsql.database.duckdb_backend`).
+disabled (`macsql.database.duckdb_backend`), MySQL/MariaDB sessions are READ ONLY
+(`macsql.database.mysql_backend`).
+
+Every new server connection is bounded (`session_pinning.CONNECT_TIMEOUT_S`), pins the
+settings that decide how the server reads SQL text (`session_pinning`), and is refused when its
+role may do more than read (`least_privilege`), unless the URL carries
+`?macsql_allow_privileged=1`.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from macsql.database.connection_errors import DatabaseUnavailableError, describe
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.database.drivers import check_driver, normalise_url
 from macsql.database.file_kinds import TABLE_FILE_KINDS, file_kind
+from macsql.database.least_privilege import ALLOW_PRIVILEGED_PARAM
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Engine
@@ -62,6 +69,21 @@ class DatabaseRef:
     url: str
     backend: str
     sqlite_path: Path | None = None
+    allow_privileged: bool = False
+    """The URL carries `macsql_allow_privileged=1`: a role that may do more than read is
+    accepted (with a warning) instead of refused."""
+
+    @property
+    def driver_url(self) -> str:
+        """The URL the driver gets: macsql's own query parameters removed."""
+        if self.sqlite_path is not None or ALLOW_PRIVILEGED_PARAM not in self.url:
+            return self.url
+        from sqlalchemy.engine import make_url
+
+        url = make_url(self.url)
+        return url.difference_update_query([ALLOW_PRIVILEGED_PARAM]).render_as_string(
+            hide_password=False
+        )
 
     @property
     def dialect(self) -> str:
@@ -152,7 +174,14 @@ def resolve_database(db: str) -> DatabaseRef:
         text = str(ensure_demo_database())
     if "://" not in text:
         path = Path(text).expanduser()
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except OSError as exc:  # a name too long for the file system, a loop of links, ...
+            shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+            raise DatabaseNotFoundError(
+                f"cannot use {shown} as a database: {exc.strerror}"
+            ) from None
+        if not found:
             raise DatabaseNotFoundError(f"database file not found: {text}")
         # Cache by absolute path, so a changed working directory cannot reuse a stale entry.
         return _file_ref(str(path.absolute()))
@@ -178,7 +207,23 @@ def resolve_database(db: str) -> DatabaseRef:
             raise DatabaseNotFoundError("an in-memory DuckDB database has no tables to query")
         if not duck_file.is_file():
             raise DatabaseNotFoundError(f"database file not found: {duck_file}")
-    return DatabaseRef(url=normalise_url(text), backend=backend)
+        if _is_sqlite_file(duck_file):
+            raise DatabaseNotFoundError(
+                f"{duck_file} is a SQLite database, not a DuckDB one: pass the path itself "
+                f"(or sqlite:///{duck_file}) as the database"
+            )
+    flag = str(url.query.get(ALLOW_PRIVILEGED_PARAM, "")).strip().lower()
+    return DatabaseRef(
+        url=normalise_url(text), backend=backend, allow_privileged=flag in ("1", "true", "yes")
+    )
+
+
+def _is_sqlite_file(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 _engines: dict[str, Engine] = {}
@@ -214,27 +259,53 @@ def _sqlite_engine(path: Path) -> Engine:
 
 
 def _server_engine(ref: DatabaseRef) -> Engine:
-    from sqlalchemy import create_engine
+    from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
 
-    connect_args: dict[str, object] = {}
     if ref.backend == "postgresql":
-        connect_args["options"] = "-c default_transaction_read_only=on"
-        url = make_url(ref.url)
+        from macsql.database.least_privilege import enforce, postgres_privileges
+        from macsql.database.session_pinning import (
+            APPLICATION_NAME,
+            CONNECT_TIMEOUT_S,
+            check_postgres_reading,
+            postgres_options,
+        )
+
+        url = make_url(ref.driver_url)
         if url.drivername == "postgresql":
             url = url.set(drivername="postgresql+psycopg")
-        return create_engine(
-            url, connect_args=connect_args, pool_size=8, max_overflow=32, pool_pre_ping=True
+        engine = create_engine(
+            url,
+            connect_args={
+                "options": postgres_options(),
+                "connect_timeout": CONNECT_TIMEOUT_S,
+                "application_name": APPLICATION_NAME,
+            },
+            pool_size=8,
+            max_overflow=32,
+            pool_pre_ping=True,
         )
+
+        @event.listens_for(engine, "connect")
+        def _checked(dbapi_conn: Any, _record: Any) -> None:
+            from macsql.database.postgres_budget import install_budget_loaders
+
+            # A refusal here makes SQLAlchemy close the new connection and raise it to the caller.
+            check_postgres_reading(dbapi_conn)
+            role, problems = postgres_privileges(dbapi_conn)
+            enforce(ref.url, ref.safe_url, f"the role {role!r}", problems, ref.allow_privileged)
+            install_budget_loaders(dbapi_conn)
+
+        return engine
     if ref.backend == "duckdb":
         from macsql.database.duckdb_backend import duckdb_engine
 
-        return duckdb_engine(ref.url)
+        return duckdb_engine(ref.driver_url, ref.url, ref.safe_url, ref.allow_privileged)
     if ref.backend in ("mysql", "mariadb"):
         from macsql.database.mysql_backend import mysql_engine
 
-        return mysql_engine(ref.url)
-    return create_engine(ref.url, pool_pre_ping=True)
+        return mysql_engine(ref.driver_url, ref.url, ref.safe_url, ref.allow_privileged)
+    return create_engine(ref.driver_url, pool_pre_ping=True)
 
 
 def get_engine(ref: DatabaseRef) -> Engine:
@@ -281,18 +352,53 @@ def _check_sqlite_file(path: Path) -> None:
         connection.close()
 
 
-def check_database(ref: DatabaseRef) -> None:
+def check_database(ref: DatabaseRef, timeout: float | None = None) -> None:
     """Open `ref` and read its catalogue once, so that a wrong password, an unknown database,
-    a file that is not a database or a missing driver is one clear `DatabaseUnavailableError`
-    before any model is asked."""
+    a file that is not a database, a missing driver or a role that may write is one clear
+    `DatabaseUnavailableError` before any model is asked. With `timeout`, a server that does
+    not answer within it is reported as such (the attempt ends at the connect timeout)."""
+    if timeout is None:
+        _open_once(ref)
+        return
+    outcome: dict[str, BaseException | None] = {}
+    done = threading.Event()
+
+    def attempt() -> None:
+        try:
+            _open_once(ref)
+            outcome["error"] = None
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=attempt, name="macsql-db-check", daemon=True).start()
+    if not done.wait(timeout):
+        raise DatabaseUnavailableError(
+            f"cannot open {ref.safe_url}: the server did not answer within {timeout:g}s"
+        )
+    error = outcome.get("error")
+    if error is not None:
+        raise error
+
+
+def _open_once(ref: DatabaseRef) -> None:
     try:
         if ref.sqlite_path is not None:
-            _check_sqlite_file(ref.sqlite_path)
+            try:
+                _check_sqlite_file(ref.sqlite_path)
+            except sqlite3.OperationalError as exc:
+                hint = sqlite_open_hint(ref.sqlite_path) if "unable to open" in str(exc) else None
+                if hint is None:
+                    raise
+                raise DatabaseUnavailableError(hint) from exc
         else:
             from sqlalchemy import text
 
             with get_engine(ref).connect() as connection:
                 connection.execute(text("SELECT 1")).fetchall()
+    except DatabaseUnavailableError as exc:
+        raise DatabaseUnavailableError(f"cannot open {ref.safe_url}: {exc}") from exc
     except Exception as exc:  # every driver has its own error classes
         raise DatabaseUnavailableError(
             f"cannot open {ref.safe_url}: {describe_database_error(exc)}"

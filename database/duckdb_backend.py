@@ -3,19 +3,40 @@
 Read-only at the engine: every connection opens the file with `read_only=True` (DuckDB then
 refuses any write to it), with external access disabled (no file, URL, ATTACH, COPY, INSTALL or
 LOAD of an extension) and the configuration locked, so that a statement cannot turn these back
-on. The timeout really stops the query: a watchdog thread calls the connection's `interrupt()`
-at the deadline, during execution or the streamed fetch. Rows are fetched in batches, at most
-`max_rows` (+1 to tell whether more exist).
+on. Every new connection is checked to be so (`least_privilege.duckdb_problems`).
+
+DuckDB runs inside this process, so its memory is ours: `memory_limit` bounds what its operators
+hold (a `list(i)` over 30 million rows stops at the limit instead of taking 3.2 GB) and
+`threads` what it burns. The timeout really stops the query: a watchdog thread calls the
+connection's `interrupt()` at the deadline, during execution or the streamed fetch.
+
+Rows are fetched in batches, at most `max_rows` (+1 to tell whether more exist). A result with
+nested values (lists, structs, maps) is read as Arrow batches of `ARROW_BATCH_ROWS` rows, and
+each batch's size as Python objects is charged to the byte budget before it is converted (one
+list of 30 million integers is 240 MB in DuckDB and over 1 GB as a Python list).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
+
+from macsql.database.least_privilege import duckdb_problems, enforce
+from macsql.database.result_budget import ByteBudget
+
+MEMORY_LIMIT = "256MB"
+"""What one DuckDB database may hold in memory (operators, aggregates, intermediate results)."""
+THREADS = 2
+"""DuckDB's worker threads per database."""
+ARROW_BATCH_ROWS = 64
+"""Rows per Arrow batch when a result holds nested values."""
 
 # A locked configuration keeps these for the connection's life; `temp_directory = ''` means a
 # query that outgrows memory fails instead of spilling files beside the database.
@@ -25,6 +46,8 @@ READ_ONLY_CONFIG: dict[str, object] = {
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
     "temp_directory": "",
+    "memory_limit": MEMORY_LIMIT,
+    "threads": THREADS,
     "lock_configuration": True,
 }
 
@@ -37,14 +60,27 @@ def duckdb_path(url: str) -> Path | None:
     return Path(database).expanduser()
 
 
-def duckdb_engine(url: str) -> Engine:
-    """A pooled engine whose every connection is read-only with external access disabled."""
-    return create_engine(
+def duckdb_engine(
+    url: str, key: str = "", shown: str = "", allow_privileged: bool = False
+) -> Engine:
+    """A pooled engine whose every connection is read-only with external access disabled, its
+    memory and threads bounded (checked on connect; `key` and `shown` name the database)."""
+    engine = create_engine(
         url,
         connect_args={"read_only": True, "config": dict(READ_ONLY_CONFIG)},
         pool_size=4,
         max_overflow=8,
     )
+
+    @event.listens_for(engine, "connect")
+    def _checked(dbapi_conn: Any, _record: Any) -> None:
+        problems = duckdb_problems(dbapi_conn)
+        enforce(key or url, shown or url, "this connection", problems, allow_privileged)
+
+    return engine
+
+
+_NESTED = frozenset({"list", "struct", "map", "array", "union"})
 
 
 def run_duckdb(
@@ -53,11 +89,13 @@ def run_duckdb(
     timeout: float,
     max_rows: int | None,
     fetch: Any,
+    max_bytes: int | None = None,
 ) -> tuple[list[str], list[tuple[Any, ...]], bool]:
     """Run `sql` on a pooled DuckDB connection; return (columns, rows, truncated).
 
     `fetch(cursor, max_rows)` is the executor's batched fetch. A query still running at the
-    deadline is interrupted and raises DuckDB's `InterruptException` ("Interrupted").
+    deadline is interrupted and raises DuckDB's `InterruptException` ("Interrupted"). A result
+    with nested values is converted batch by batch within `max_bytes`.
     """
     raw: Any = conn.connection.driver_connection
     cursor = raw.cursor()
@@ -65,15 +103,100 @@ def run_duckdb(
     watchdog = threading.Timer(max(0.0, timeout), cursor.interrupt)
     watchdog.daemon = True
     watchdog.start()
+    reader: Any = None
     try:
-        cursor.execute(sql)
-        description = cursor.description
-        columns = [str(d[0]) for d in description or ()]
-        rows, truncated = fetch(cursor, max_rows) if description else ([], False)
+        relation = cursor.sql(sql)  # bound, not run: its types decide how rows are read
+        types = list(relation.types) if relation is not None else []
+        if any(str(getattr(t, "id", "")).lower() in _NESTED for t in types):
+            columns = list(relation.columns)
+            try:
+                reader = relation.to_arrow_reader(ARROW_BATCH_ROWS)
+            except ModuleNotFoundError as exc:
+                raise RuntimeError(
+                    "a result with lists, structs or maps needs pyarrow to be read within the "
+                    'byte budget: pip install "macsql[duckdb]"'
+                ) from exc
+            rows_source = ArrowRows(reader, types, ByteBudget(max_bytes or 2**62))
+            rows, truncated = fetch(rows_source, max_rows)
+        else:
+            cursor.execute(sql)
+            description = cursor.description
+            columns = [str(d[0]) for d in description or ()]
+            rows, truncated = fetch(cursor, max_rows) if description else ([], False)
     finally:
         watchdog.cancel()
+        if reader is not None:
+            reader.close()  # a result left open would block the pooled connection
         cursor.close()
     return columns, rows, truncated
+
+
+class ArrowRows:
+    """Rows of an Arrow batch reader, each batch's Python size charged before it is built."""
+
+    def __init__(self, reader: Any, types: list[Any], budget: ByteBudget) -> None:
+        self._reader = reader
+        self._kinds = [str(getattr(t, "id", "")).lower() for t in types]
+        self._budget = budget
+        self._pending: Iterator[tuple[Any, ...]] = iter(())
+
+    def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        while len(rows) < size:
+            row = next(self._pending, None)
+            if row is None:
+                if not self._next_batch():
+                    break
+                continue
+            rows.append(row)
+        return rows
+
+    def _next_batch(self) -> bool:
+        try:
+            batch = self._reader.read_next_batch()
+        except StopIteration:
+            return False
+        self._budget.charge(sum(python_bytes(column) for column in batch.columns))
+        columns = [
+            [_native(value, kind) for value in column.to_pylist()]
+            for column, kind in zip(batch.columns, self._kinds, strict=False)
+        ]
+        self._pending = iter(list(zip(*columns, strict=False)))
+        return True
+
+
+def python_bytes(array: Any) -> int:
+    """An upper estimate of the memory an Arrow array takes once converted to Python objects."""
+    import pyarrow as pa
+
+    count = len(array)
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        return 8 * count + python_bytes(array.dictionary)
+    if pa.types.is_map(kind):
+        return 120 * count + python_bytes(array.keys) + python_bytes(array.items)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return 64 * count + python_bytes(array.flatten())
+    if pa.types.is_struct(kind):
+        return 240 * count + sum(python_bytes(array.field(i)) for i in range(kind.num_fields))
+    if pa.types.is_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_string(kind):
+        return 56 * count + array.nbytes
+    return 32 * count
+
+
+def _native(value: Any, kind: str) -> Any:
+    """A value as DuckDB's own Python conversion gives it, where Arrow's differs."""
+    if value is None:
+        return None
+    if kind in ("hugeint", "uhugeint") and isinstance(value, decimal.Decimal):
+        return int(value)
+    if kind == "interval" and hasattr(value, "days") and hasattr(value, "nanoseconds"):
+        return dt.timedelta(
+            days=30 * value.months + value.days, microseconds=value.nanoseconds / 1000
+        )
+    if kind == "map" and isinstance(value, list):
+        return dict(value)
+    return value
 
 
 # The database's own catalog only: not `system`, `temp` or anything ATTACHed.

@@ -1,18 +1,23 @@
 """Guarded, bounded execution of model-written SQL.
 
-Every statement passes the read-only guard first, then runs on a read-only connection (SQLite:
-`mode=ro`, `PRAGMA query_only` and an authorizer that lets SQLite's own parser allow reads only;
-PostgreSQL: a READ ONLY transaction, inside a server-side cursor, which only accepts a query)
-under a wall-clock deadline that holds whatever the query does, and within two bounds on
-what is fetched: at most `max_rows` rows and `max_bytes` bytes.
+Every statement passes the read-only guard first, and what runs is the text the guard wrote
+from the tree it checked (`GuardVerdict.sql`), never the model's own text. It runs on a
+read-only connection (SQLite: `mode=ro`, `PRAGMA query_only` and an authorizer that lets
+SQLite's own parser allow reads only; PostgreSQL: a READ ONLY transaction, inside a server-side
+cursor, which only accepts a query) under a wall-clock deadline that holds whatever the query
+does, the guard's own work and the connection included, and within two bounds on what is
+fetched: at most `max_rows` rows and `max_bytes` bytes.
 
 - The deadline: a watchdog thread (`database/watchdog.py`) interrupts the SQLite connection, or
   sends PostgreSQL a cancel request and, if the server does not stop within `PG_ABANDON_GRACE`
-  seconds, shuts the connection's socket so the caller returns; that connection is then
-  discarded from the pool. The server's own `statement_timeout` stays as a second layer.
-- The byte budget: SQLite refuses any value longer than the budget as it computes it
-  (`SQLITE_LIMIT_LENGTH`); rows are fetched in batches sized from the largest row seen so far,
-  so a result of 40 MB cells is stopped after a row or two, not a hundred.
+  seconds, shuts the connection's socket so the caller returns and ends the session from a side
+  connection (`pg_terminate_backend`); that connection is then discarded from the pool. The
+  server's own `statement_timeout` stays as a second layer.
+- The byte budget, charged as values are converted (`result_budget`): SQLite refuses any value
+  longer than the budget over the number of columns as it computes it
+  (`SQLITE_LIMIT_LENGTH`), PostgreSQL's loaders charge each cell before they convert it
+  (`postgres_budget`); rows are fetched in batches sized from the largest row seen so far, so
+  a result of 40 MB cells is stopped after a row or two, not a hundred.
 
 DuckDB and MySQL/MariaDB have runners of their own that stop the query themselves
 (`duckdb_backend`, `mysql_backend`: interrupt(), KILL QUERY), under the same caller deadline and
@@ -42,11 +47,15 @@ from typing import TYPE_CHECKING, Any
 from macsql.core.state import ExecutionRecord
 from macsql.core.worker_threads import WorkerThreads
 from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
-from macsql.database.guard_verdicts import GuardKind
+from macsql.database.connection_errors import DatabaseUnavailableError
+from macsql.database.guard_verdicts import GuardKind, GuardVerdict
+from macsql.database.result_budget import ByteBudget, ResultTooLarge, too_large_message
 from macsql.database.watchdog import WATCHDOG
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+
+    from macsql.database.statement_limits import StatementLimits
 
 # The guard (sqlglot) and the backends (SQLAlchemy) are imported by the first execution, not
 # with this module: the graph imports it long before any SQL exists.
@@ -58,7 +67,8 @@ DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_ERROR_CHARS = 400
 """A database message is cut to this length: a value quoted in an error can be megabytes."""
 PG_ABANDON_GRACE = 0.25
-"""Seconds a PostgreSQL server has to honour a cancel before its connection is abandoned."""
+"""Seconds a PostgreSQL server has to honour a cancel before its connection is abandoned and
+its session ended from a side connection."""
 ABANDON_GRACE = 0.35
 """Seconds past the deadline after which the caller stops waiting for a statement at all."""
 
@@ -113,6 +123,8 @@ class ExecutionResult:
     error: str | None = None
     error_class: str | None = None
     elapsed: float = 0.0
+    executed: str | None = None
+    """The text the server ran: the guard's rewrite of `sql` from the tree it checked."""
 
     def to_state(self, max_rows: int | None = None, max_cell_chars: int = 200) -> ExecutionRecord:
         """A JSON-safe dict for graph state and checkpoints."""
@@ -171,6 +183,7 @@ def execute_sql(
     allowed_functions: tuple[str, ...] = (),
     allowed_relations: tuple[str, ...] = (),
     max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    limits: StatementLimits | None = None,
 ) -> ExecutionResult:
     """Run one read-only statement within a deadline, a row cap and a byte budget; never
     raises on bad SQL.
@@ -178,35 +191,37 @@ def execute_sql(
     `max_rows=None` fetches every row, in batches (the scorers need whole results); the byte
     budget still holds.
     `allowed_functions` and `allowed_relations` extend the guard's allow-lists
-    (`Context.allowed_functions`, `Context.allowed_relations`).
+    (`Context.allowed_functions`, `Context.allowed_relations`); `limits` are the statement's
+    size limits (`Context.statement_limits()`; the defaults when None).
+    The deadline starts now: the guard, the database's inventory and the connection count.
     """
     sql = (sql or "").strip()
     if not sql:
         return ExecutionResult(sql, Outcome.NO_SQL, error="no SQL to execute", error_class="NoSQL")
-    from macsql.database.relation_inventory import guard_verdict
-
-    try:
-        verdict = guard_verdict(db, sql, allowed_functions, allowed_relations)
-    except Exception as exc:  # the database's inventory could not be read
-        return _classify_failure(sql, exc, 0.0, Bounds.starting_now(timeout, max_rows), db)
-    if not verdict.allowed:
-        outcome = _GUARD_OUTCOMES.get(verdict.kind, Outcome.REJECTED)
-        return ExecutionResult(
-            sql, outcome, error=bounded_message(verdict.reason), error_class="GuardRejection"
-        )
     started = time.perf_counter()
     bounds = Bounds.starting_now(timeout, max_rows, max_bytes)
-    # The statement runs in a worker thread that the caller waits for until the deadline plus a
-    # grace: the watchdog stops nearly every query by then, but one SQLite step (a printf() of
-    # 500 MB, say) cannot be interrupted, and a server may not answer at all. Then the caller
-    # returns, and the worker discards its connection when the step finally ends.
+    # The guard and the statement run in a worker thread that the caller waits for until the
+    # deadline plus a grace: the watchdog stops nearly every query by then, but a server may
+    # not answer at all. Then the caller returns, and the worker discards its connection when
+    # the server finally does.
     done: dict[str, Any] = {}
     abandoned = threading.Event()
     finished = threading.Event()
 
     def run() -> None:
+        from macsql.database.relation_inventory import guard_verdict
+
         try:
-            done["result"] = _run_on_connection(db, sql, bounds, abandoned, allowed_functions)
+            verdict = guard_verdict(
+                db, sql, allowed_functions, allowed_relations, limits, bounds.max_bytes
+            )
+            done["verdict"] = verdict
+            if verdict.allowed and not abandoned.is_set():
+                statement = verdict.sql or sql
+                done["ran_at"] = time.perf_counter()  # elapsed: the database's time only
+                done["result"] = _run_on_connection(
+                    db, statement, bounds, abandoned, allowed_functions
+                )
         except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
             done["error"] = exc
         finally:
@@ -216,11 +231,26 @@ def execute_sql(
     if not finished.wait(timeout + ABANDON_GRACE):
         abandoned.set()
         done.setdefault("error", _DeadlineExceeded("abandoned"))
+    verdict: GuardVerdict | None = done.get("verdict")
+    if verdict is not None and not verdict.allowed:
+        outcome = _GUARD_OUTCOMES.get(verdict.kind, Outcome.REJECTED)
+        return ExecutionResult(
+            sql, outcome, error=bounded_message(verdict.reason), error_class="GuardRejection"
+        )
     if "error" in done:
         return _classify_failure(sql, done["error"], time.perf_counter() - started, bounds, db)
     result: ExecutionResult = done["result"]
-    result.elapsed = time.perf_counter() - started
+    result.executed = result.sql
+    result.sql = sql
+    result.elapsed = time.perf_counter() - done.get("ran_at", started)
     return result
+
+
+def statements_in_flight() -> int:
+    """Statement workers of this process still busy, callers gone or not: an in-process
+    engine's step that outlived its deadline would show here (0 when every statement ended)."""
+    alive = sum(1 for thread in threading.enumerate() if thread.name == _SQL_WORKERS.name)
+    return max(0, alive - _SQL_WORKERS.idle())
 
 
 _GUARD_OUTCOMES: dict[str, Outcome] = {
@@ -249,13 +279,11 @@ def _run_on_connection(
             run = _backend_runner(db.backend)
             if run is not None:
                 left = max(0.0, bounds.deadline - time.monotonic())
-                return ExecutionResult(
-                    sql,
-                    Outcome.OK,
-                    *run(
-                        conn, sql, left, bounds.max_rows, lambda cursor, _: _fetch(cursor, bounds)
-                    ),
+                fetch = lambda cursor, _: _fetch(cursor, bounds)  # noqa: E731
+                columns, rows, truncated = run(
+                    conn, sql, left, bounds.max_rows, fetch, bounds.max_bytes
                 )
+                return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
             return _run_generic(conn, sql, bounds)
         finally:
             if abandoned.is_set():  # the caller has gone: this connection may be mid-statement
@@ -283,10 +311,6 @@ class _DeadlineExceeded(Exception):
     """The whole execution (all fetches together) ran past its timeout."""
 
 
-class _ResultTooLarge(Exception):
-    """The rows fetched so far already exceed the byte budget."""
-
-
 def _fetch(cursor: Any, bounds: Bounds) -> tuple[list[tuple[Any, ...]], bool]:
     """Fetch up to `max_rows` rows (one extra tells whether more exist) within the byte budget.
 
@@ -312,22 +336,11 @@ def _fetch(cursor: Any, bounds: Bounds) -> tuple[list[tuple[Any, ...]], bool]:
             largest = max(largest, size)
             if used > bounds.max_bytes:
                 rows.clear()  # let the memory go before the message is built
-                raise _ResultTooLarge(_too_large_message(bounds.max_bytes))
+                raise ResultTooLarge(too_large_message(bounds.max_bytes))
             rows.append(row)
         want = 2 * len(batch)
     truncated = max_rows is not None and len(rows) > max_rows
     return (rows[:max_rows] if truncated else rows), truncated
-
-
-def _too_large_message(max_bytes: int) -> str:
-    return (
-        f"the result is larger than the {_mb(max_bytes)} budget (max_result_bytes); "
-        "select fewer or shorter columns, aggregate, or add a LIMIT"
-    )
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1048576:g} MB" if size >= 1048576 else f"{size:,} bytes"
 
 
 def _columns(description: Sequence[Sequence[Any]] | None) -> list[str]:
@@ -372,13 +385,17 @@ def _run_sqlite(
     # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
     # to the file, and query_only also refuses TEMP tables, whatever an earlier statement did.
     raw.execute("PRAGMA query_only = ON")
-    # No value may grow past the budget: a 50 MB printf() fails as it is built, not when fetched.
-    old_length = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(bounds.max_bytes, 1_000_000_000))
     raw.set_authorizer(authorizer or sqlite_authorizer())
     # The watchdog interrupts from outside: one VM step can outlast any progress-handler tick.
     alarm = WATCHDOG.arm(bounds.deadline, raw.interrupt)
+    old_length = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
     cursor = raw.cursor()
     try:
+        # No value may grow past its share of the budget: SQLite holds a whole row before
+        # Python converts it, so a row of 30 values of 60 MB fails as its values are built.
+        columns_count = _sqlite_column_count(cursor, sql)
+        share = min(bounds.max_bytes, 1_000_000_000) // max(1, columns_count)
+        raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1024, share))
         cursor.execute(sql)
         columns = _columns(cursor.description)
         rows, truncated = _fetch(cursor, bounds) if cursor.description else ([], False)
@@ -392,13 +409,26 @@ def _run_sqlite(
     return ExecutionResult(sql, Outcome.OK, columns, rows, truncated)
 
 
+def _sqlite_column_count(cursor: sqlite3.Cursor, sql: str) -> int:
+    """The columns `sql` returns, read without computing a row (1 when it is not a query the
+    probe can wrap: the statement then fails on its own)."""
+    try:
+        return len(cursor.execute(f"SELECT * FROM ({sql}) LIMIT 0").description or ()) or 1
+    except sqlite3.Error:
+        return 1
+
+
 class _PostgresStopper:
     """Stops a PostgreSQL query at its deadline from the watchdog thread: a cancel request
     first, and if the server goes on (some functions never check for cancellation), a
-    shutdown of the connection's socket, which makes the waiting driver call fail at once."""
+    shutdown of the connection's socket, which makes the waiting driver call fail at once,
+    and the end of the session from a side connection (`pg_terminate_backend`: a role may
+    end its own sessions)."""
 
-    def __init__(self, raw: Any, deadline: float) -> None:
+    def __init__(self, raw: Any, deadline: float, side: Callable[[], Any] | None = None) -> None:
         self._raw = raw
+        self._side = side
+        self._pid = raw.info.backend_pid
         self._alarms = [
             WATCHDOG.arm(deadline, self._cancel),
             WATCHDOG.arm(deadline + PG_ABANDON_GRACE, self._abandon),
@@ -421,23 +451,51 @@ class _PostgresStopper:
             sock.shutdown(socket.SHUT_RDWR)
         finally:
             sock.close()
+        if self._side is not None:
+            threading.Thread(target=self._terminate, daemon=True).start()
+
+    def _terminate(self) -> None:
+        assert self._side is not None
+        with contextlib.suppress(Exception):
+            side = self._side()
+            try:
+                with side.cursor() as cursor:
+                    cursor.execute("SELECT pg_terminate_backend(%s)", (self._pid,))
+            finally:
+                side.close()
 
     def disarm(self) -> bool:
         """True when the deadline fired (the connection must then be discarded)."""
         return any([alarm.disarm() for alarm in self._alarms])
 
 
+def _side_connection(conn: Connection) -> Callable[[], Any]:
+    """Opens a connection of its own to the server `conn` talks to, as the same role."""
+    engine = conn.engine
+    args, kwargs = engine.dialect.create_connect_args(engine.url)
+
+    def connect() -> Any:
+        import psycopg
+
+        return psycopg.connect(*args, **{**kwargs, "connect_timeout": 5, "autocommit": True})
+
+    return connect
+
+
 def _run_postgres(conn: Connection, sql: str, bounds: Bounds) -> ExecutionResult:
+    from macsql.database.postgres_budget import charging
+
     raw: Any = conn.connection.driver_connection
     raw.rollback()
     raw.read_only = True
     # The server's own timeout as a second layer, for a connection the client has abandoned.
     raw.execute(f"SET statement_timeout = {max(1, int(bounds.timeout * 1000))}")
-    stopper = _PostgresStopper(raw, bounds.deadline)
+    stopper = _PostgresStopper(raw, bounds.deadline, _side_connection(conn))
     fired = False
     try:
-        # A named (server-side) cursor streams rows, so a huge result never lands in memory.
-        with raw.cursor(name="macsql_query") as cursor:
+        # A named (server-side) cursor streams rows, so a huge result never lands in memory;
+        # its cells are charged to the budget as they are converted.
+        with charging(raw, ByteBudget(bounds.max_bytes)), raw.cursor(name="macsql_query") as cursor:
             cursor.execute(sql)
             columns = _columns(cursor.description)
             rows, truncated = _fetch(cursor, bounds) if cursor.description else ([], False)
@@ -526,14 +584,17 @@ def _classify_failure(
     if hint is not None:
         outcome = Outcome.DATABASE_ERROR
         message = hint
+    elif isinstance(orig, DatabaseUnavailableError):  # a privileged role, an unpinned setting
+        outcome = Outcome.DATABASE_ERROR
+        message = str(orig)
     elif isinstance(orig, _DeadlineExceeded) or any(m in probe for m in _TIMEOUT_MARKERS):
         outcome = Outcome.TIMEOUT
         message = f"query exceeded the {bounds.timeout:g}s timeout and was interrupted"
-    elif isinstance(orig, _ResultTooLarge):
+    elif isinstance(orig, ResultTooLarge):
         outcome = Outcome.TOO_LARGE
     elif any(m in probe for m in _TOO_LARGE_MARKERS):
         outcome = Outcome.TOO_LARGE
-        message = f"{_too_large_message(bounds.max_bytes)} ({bounded_message(message, 120)})"
+        message = f"{too_large_message(bounds.max_bytes)} ({bounded_message(message, 120)})"
     elif any(m in probe for m in _REFUSED_MARKERS):
         outcome = Outcome.REJECTED
         message = f"the database refused it (macsql runs read-only): {message}"
@@ -543,10 +604,11 @@ def _classify_failure(
         outcome = Outcome.UNKNOWN_OBJECT
     else:
         outcome = Outcome.EXECUTION_ERROR
+    long_message = hint is not None or outcome == Outcome.DATABASE_ERROR
     return ExecutionResult(
         sql,
         outcome,
-        error=bounded_message(message, MAX_ERROR_CHARS if hint is None else 2 * MAX_ERROR_CHARS),
+        error=bounded_message(message, 2 * MAX_ERROR_CHARS if long_message else MAX_ERROR_CHARS),
         error_class=type(orig).__name__,
         elapsed=elapsed,
     )

@@ -44,4 +44,8 @@ def is_table_file(value: object) -> bool:
     if not isinstance(value, str | os.PathLike) or "://" in str(value):
         return False
     path = Path(value).expanduser()
-    return path.is_file() and file_kind(path) in TABLE_FILE_KINDS
+    try:
+        found = path.is_file()
+    except OSError:  # a name too long for the file system is no file: the caller says so
+        return False
+    return found and file_kind(path) in TABLE_FILE_KINDS

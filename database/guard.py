@@ -37,12 +37,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from macsql.database.dialect_refusals import (
@@ -50,19 +49,29 @@ from macsql.database.dialect_refusals import (
     dialect_function_reason,
     dialect_word_reason,
 )
+from macsql.database.guard_costs import PATTERN_TOO_LONG, CostCheck
+from macsql.database.guard_dialects import guard_dialect
 from macsql.database.guard_functions import COMMON_FUNCTIONS, SAFE_FUNCTIONS, UNSAFE_TYPED_FUNCTIONS
+from macsql.database.guard_limits import (
+    DEFAULT_LIMITS,
+    StatementLimits,
+    TreeSize,
+    token_problem,
+)
 from macsql.database.guard_relations import (
+    CteScopes,
     Relations,
     RelationVerdict,
     check_relation,
+    confine_information_views,
     is_cte_reference,
     looks_like_a_file,
     relation_label,
 )
 from macsql.database.guard_verdicts import GuardKind, GuardVerdict
 
-MAX_SQL_CHARS = 100_000
-"""Longer statements are refused before parsing: no real query is this long."""
+MAX_SQL_CHARS = DEFAULT_LIMITS.max_chars
+"""Longer statements are refused before parsing (`StatementLimits.max_chars`, by default)."""
 
 
 _OK = GuardVerdict(True, GuardKind.OK)
@@ -536,15 +545,6 @@ def _function_qualifier(node: exp.Func) -> str:
 # --- dialects and tokens ------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=32)
-def _dialect(name: str) -> Dialect:
-    try:
-        return Dialect.get_or_raise(name or "")
-    except ValueError:
-        # A database sqlglot has no dialect for: its generic SQL still parses the usual queries.
-        return Dialect.get_or_raise("")
-
-
 def _split_statements(tokens: list[Token]) -> list[list[Token]]:
     statements: list[list[Token]] = []
     current: list[Token] = []
@@ -628,19 +628,21 @@ class GuardPolicy:
     relations: Relations | None = None
     allowed_functions: frozenset[str] = frozenset()
     allowed_relations: frozenset[str] = frozenset()
+    limits: StatementLimits = DEFAULT_LIMITS
 
 
 def make_policy(
     relations: Relations | None = None,
     allowed_functions: Iterable[str] = (),
     allowed_relations: Iterable[str] = (),
+    limits: StatementLimits = DEFAULT_LIMITS,
 ) -> GuardPolicy:
     """A `GuardPolicy` with the user's names cleaned (stripped, lower case, empty ones dropped)."""
 
     def clean(names: Iterable[str]) -> frozenset[str]:
         return frozenset(n.strip().lower() for n in names if n and n.strip())
 
-    return GuardPolicy(relations, clean(allowed_functions), clean(allowed_relations))
+    return GuardPolicy(relations, clean(allowed_functions), clean(allowed_relations), limits)
 
 
 _NO_POLICY = GuardPolicy()
@@ -666,21 +668,28 @@ _CACHED_TEXT_MAX_CHARS = 4_000
 
 def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
     short = len(sql) <= _CACHED_TEXT_MAX_CHARS
-    parsed = _cached_statement(sql, dialect) if short else _statement(sql, dialect)
+    limits = policy.limits
+    parsed = _cached_statement(sql, dialect, limits) if short else _statement(sql, dialect, limits)
     if isinstance(parsed, GuardVerdict):
         return parsed
-    return _check_tree(parsed, dialect, policy)
+    verdict = _check_tree(parsed, dialect, policy)
+    if not verdict.allowed:
+        return verdict
+    return _executable(parsed, dialect, policy)
 
 
-def _statement(sql: str, dialect: str) -> GuardVerdict | exp.Expression:
+def _statement(
+    sql: str, dialect: str, limits: StatementLimits = DEFAULT_LIMITS
+) -> GuardVerdict | exp.Expression:
     """The one query's tree, or the refusal of a text that is not one read-only query: all
     that the policy does not change (the tree is only read after)."""
-    if len(sql) > MAX_SQL_CHARS:
+    if len(sql) > limits.max_chars:
         return _refuse(
             GuardKind.TOO_LONG,
-            f"Rejected: the SQL is {len(sql):,} characters long; the limit is {MAX_SQL_CHARS:,}.",
+            f"Rejected: the SQL is {len(sql):,} characters long; the limit is "
+            f"{limits.max_chars:,} (Context.max_sql_chars).",
         )
-    dialect_obj = _dialect(dialect)
+    dialect_obj = guard_dialect(dialect)
     try:
         tokens = dialect_obj.tokenize(sql)
     except TokenError as exc:
@@ -724,11 +733,16 @@ def _statement(sql: str, dialect: str) -> GuardVerdict | exp.Expression:
     word_reason = dialect_word_reason(bare, dialect)
     if word_reason is not None:
         return _refuse(GuardKind.WRITE, f"Rejected: {word_reason}. {_ONLY_SELECT}.")
+    too_large = token_problem(statement, limits)
+    if too_large is not None:
+        return _too_complex(too_large)
     try:
         parsed = dialect_obj.parser().parse(statement, sql)
     except ParseError as exc:
         return _syntax_verdict(exc)
-    except Exception as exc:  # sqlglot's own failure (e.g. recursion on absurd nesting)
+    except RecursionError:
+        return _too_complex("the statement is nested too deeply to analyse")
+    except Exception as exc:  # sqlglot's own failure
         return _unsupported(exc)
     roots = [root for root in parsed if isinstance(root, exp.Expression)]
     if len(roots) != 1:
@@ -755,11 +769,28 @@ def _unsupported(exc: Exception) -> GuardVerdict:
     )
 
 
+def _too_complex(problem: str) -> GuardVerdict:
+    return _refuse(
+        GuardKind.TOO_COMPLEX, f"Rejected: {problem}. Write a smaller query (or raise the limit)."
+    )
+
+
 def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> GuardVerdict:
     if not isinstance(root, _ALLOWED_ROOTS):
         kind, label = _classify_node(root)
         return _refuse(kind, f"Rejected: {label} is not a read-only query. {_ONLY_SELECT}.")
+    # One walk: the tree's size, each node's own rules, the costs. Counting stops the walk at
+    # the first limit passed, so a huge tree costs no more than the limit.
+    size = TreeSize(policy.limits)
+    costs = CostCheck(dialect, policy.limits)
+    unstoppable: str | None = None
+    scopes = CteScopes(dialect)
     for node in root.walk():
+        too_large = size.see(node)
+        if too_large is not None:
+            return _too_complex(too_large)
+        if unstoppable is None:
+            unstoppable = costs.see(node)
         if isinstance(node, _FORBIDDEN_NODE_TYPES):
             return _nested_verdict(node)
         if isinstance(node, exp.Func):
@@ -771,13 +802,113 @@ def _check_tree(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
             if refusal is not None:
                 return _refuse(GuardKind.FORBIDDEN_FUNCTION, refusal)
         elif isinstance(node, exp.Table):
-            verdict = _relation_verdict(node, dialect, policy)
+            verdict = _relation_verdict(node, dialect, policy, scopes)
             if verdict is not None:
                 return verdict
+        elif isinstance(node, exp.DataType) and _catalog_type(node):
+            return _refuse(
+                GuardKind.FORBIDDEN_RELATION,
+                f"Rejected: a cast to {node.sql(dialect=guard_dialect(dialect))} looks names up "
+                f"in the system catalogs (roles, relations, functions). Query the database's "
+                f"tables only.",
+            )
+        elif _reads_a_variable(node, dialect):
+            return _refuse(
+                GuardKind.SESSION,
+                f"Rejected: {node.sql(dialect=guard_dialect(dialect))[:60]} reads or sets a "
+                f"server or session variable, which is not the database's data. Query its "
+                f"tables only.",
+            )
+    if unstoppable is not None:
+        if unstoppable.startswith(PATTERN_TOO_LONG):
+            return _too_complex(unstoppable)
+        return _refuse(GuardKind.UNSTOPPABLE, f"Rejected: {unstoppable}.")
     return _OK
 
 
-def _relation_verdict(table: exp.Table, dialect: str, policy: GuardPolicy) -> GuardVerdict | None:
+def _catalog_type(node: exp.DataType) -> bool:
+    """PostgreSQL's object identifier types (regclass, regrole, regproc, ...): a cast to one
+    looks a name or a number up in the catalogs, so a loop over integers lists them all."""
+    name = node.this.value if isinstance(node.this, exp.DataType.Type) else str(node.this or "")
+    return name.upper().startswith("REG")
+
+
+_VARIABLE_NODES: tuple[type[exp.Expression], ...] = (exp.SessionParameter,)
+# MySQL's @name user variables, and := assignments to them, are session state too.
+_MYSQL_VARIABLE_NODES: tuple[type[exp.Expression], ...] = (exp.Parameter, exp.PropertyEQ)
+
+
+def _reads_a_variable(node: object, dialect: str) -> bool:
+    if isinstance(node, _VARIABLE_NODES):
+        return True
+    return dialect == "mysql" and isinstance(node, _MYSQL_VARIABLE_NODES)
+
+
+def _write(tree: exp.Expression, dialect: str, *, copy: bool = True) -> str:
+    """The statement as the database will read it: no comments (an executable comment, or one
+    that ends where the server and sqlglot disagree, never reaches the server). `copy=False`
+    for a tree nobody else holds: the writer may rearrange it."""
+    return tree.sql(
+        dialect=guard_dialect(dialect),
+        comments=False,
+        unsupported_level=ErrorLevel.RAISE,
+        copy=copy,
+    )
+
+
+def _executable(root: exp.Expression, dialect: str, policy: GuardPolicy) -> GuardVerdict:
+    """The allowed verdict carrying the text to run: written from the checked tree, read back,
+    written again to the same text, and the tree it reads as checked again. So the server runs
+    exactly what the guard saw, whatever the model's text held (comments, odd spaces, quoting
+    the server would read otherwise); a statement that does not survive this is refused."""
+    tree = confine_information_views(root, dialect, policy.relations, policy.allowed_relations)
+    limits = _written_limits(policy.limits)
+    try:
+        # The cached tree is shared and is copied as it is written; the confined copy and the
+        # text's own fresh parse are this call's alone.
+        text = _write(tree or root, dialect, copy=tree is None)
+        reread = _statement(text, dialect, limits)
+        if not isinstance(reread, exp.Expression):
+            return _refuse(
+                GuardKind.UNSUPPORTED,
+                "Rejected: the SQL checker cannot write this statement so that it reads back "
+                "the same; it is not run. Rewrite it in plain SQL.",
+            )
+        checked = _check_tree(reread, dialect, replace(policy, limits=limits))
+        if not checked.allowed:
+            return checked
+        again = _write(reread, dialect, copy=False)
+    except RecursionError:
+        return _too_complex("the statement is nested too deeply to write back")
+    except Exception as exc:  # sqlglot cannot write this construct in the dialect
+        return _refuse(
+            GuardKind.UNSUPPORTED,
+            f"Rejected: the SQL checker cannot write this statement back in "
+            f"{_DISPLAY.get(dialect, dialect or 'SQL')} ({type(exc).__name__}: "
+            f"{str(exc)[:160]}). Rewrite it in plain SQL.",
+        )
+    if again != text:
+        return _refuse(
+            GuardKind.UNSUPPORTED,
+            "Rejected: the SQL checker cannot write this statement so that it reads back the "
+            "same; it is not run. Rewrite it in plain SQL.",
+        )
+    return GuardVerdict(True, GuardKind.OK, None, text)
+
+
+@functools.lru_cache(maxsize=64)
+def _written_limits(limits: StatementLimits) -> StatementLimits:
+    """The limits the written text is checked against: the same rules, but confining the
+    information views adds a SELECT and a few nodes per view, and the model's text has already
+    passed the size limits."""
+    return replace(
+        limits, max_chars=10**9, max_nodes=10**9, max_depth=10**6, max_query_blocks=10**6
+    )
+
+
+def _relation_verdict(
+    table: exp.Table, dialect: str, policy: GuardPolicy, scopes: CteScopes | None = None
+) -> GuardVerdict | None:
     source = table.this
     if source is None or isinstance(source, exp.Func):
         return None  # ROWS FROM (...) or a table-valued function: the calls are checked
@@ -788,7 +919,7 @@ def _relation_verdict(table: exp.Table, dialect: str, policy: GuardPolicy) -> Gu
             f"Rejected: the relation {label or source.sql()!r} is not a table name. Query the "
             f"database's tables only.",
         )
-    if is_cte_reference(table, dialect):
+    if is_cte_reference(table, dialect, scopes):
         return None
     verdict = check_relation(table, dialect, policy.relations, policy.allowed_relations)
     if verdict is RelationVerdict.ALLOWED:

@@ -107,38 +107,147 @@ def relation_label(table: exp.Table) -> str:
     return ".".join(part for part in (table.catalog, table.db, table.name) if part)
 
 
-def is_cte_reference(table: exp.Table, dialect: str) -> bool:
-    """True when the database resolves this unqualified name to a CTE of the query."""
+def is_cte_reference(table: exp.Table, dialect: str, scopes: CteScopes | None = None) -> bool:
+    """True when the database resolves this unqualified name to a CTE of the query.
+
+    `scopes` (one per statement) remembers each WITH clause's names, so that a statement's
+    relations are resolved in time linear in its size; without it each call builds its own.
+    """
     if table.args.get("db") is not None or table.args.get("catalog") is not None:
         return False
+    scopes = scopes or CteScopes(dialect)
     name = _key(table.this, dialect)
     prev: Any = table
     node: Any = table.parent
     while node is not None:
         if isinstance(node, exp.With):
-            if isinstance(prev, exp.CTE):
-                ctes = node.expressions
-                index = next(i for i, cte in enumerate(ctes) if cte is prev)
-                visible = list(ctes[:index])
-                if node.args.get("recursive") or dialect == "sqlite":
-                    visible.append(prev)
-                if any(_cte_key(cte, dialect) == name for cte in visible):
-                    return True
+            if isinstance(prev, exp.CTE) and scopes.visible_from(node, prev, name):
+                return True
         else:
             with_ = node.args.get("with_")
-            if (
-                isinstance(with_, exp.With)
-                and with_ is not prev
-                and any(_cte_key(cte, dialect) == name for cte in with_.expressions)
-            ):
+            if isinstance(with_, exp.With) and with_ is not prev and scopes.defines(with_, name):
                 return True
         prev, node = node, node.parent
     return False
 
 
+class CteScopes:
+    """The names each WITH clause of one statement defines, read once per clause."""
+
+    def __init__(self, dialect: str) -> None:
+        self._dialect = dialect
+        self._first: dict[int, dict[str, int]] = {}
+        self._position: dict[int, dict[int, int]] = {}
+
+    def _read(self, with_: exp.With) -> tuple[dict[str, int], dict[int, int]]:
+        first = self._first.get(id(with_))
+        if first is None:
+            first, position = {}, {}
+            for index, cte in enumerate(with_.expressions):
+                first.setdefault(_cte_key(cte, self._dialect), index)
+                position[id(cte)] = index
+            self._first[id(with_)] = first
+            self._position[id(with_)] = position
+        return first, self._position[id(with_)]
+
+    def defines(self, with_: exp.With, name: str) -> bool:
+        return name in self._read(with_)[0]
+
+    def visible_from(self, with_: exp.With, cte: exp.CTE, name: str) -> bool:
+        """Whether `name` inside `cte`'s body means a CTE of `with_`: an earlier one, or `cte`
+        itself when the WITH is RECURSIVE (always on SQLite)."""
+        first, position = self._read(with_)
+        index = position.get(id(cte))
+        found = first.get(name)
+        if index is None or found is None:
+            return False
+        if found < index:
+            return True
+        own = bool(with_.args.get("recursive")) or self._dialect == "sqlite"
+        return own and _cte_key(cte, self._dialect) == name
+
+
 def _cte_key(cte: exp.Expression, dialect: str) -> str:
     alias = cte.args.get("alias")
     return _key(alias.this if isinstance(alias, exp.TableAlias) else None, dialect)
+
+
+# Each reviewed information view, and its column naming the schema a row describes.
+_VIEW_SCHEMA_COLUMNS = {
+    "tables": "table_schema",
+    "columns": "table_schema",
+    "views": "table_schema",
+    "schemata": "schema_name",
+    "table_constraints": "table_schema",
+    "key_column_usage": "table_schema",
+    "referential_constraints": "constraint_schema",
+    "constraint_column_usage": "table_schema",
+    "check_constraints": "constraint_schema",
+}
+
+
+def user_schemas(relations: Relations) -> tuple[str, ...]:
+    """The schemas holding the user's relations, and the non-system ones of the search path."""
+    schemas = {schema for schema, _ in relations.user}
+    schemas |= {
+        schema
+        for schema in relations.search_path
+        if schema not in relations.system_schemas and not schema.startswith("pg_")
+    }
+    return tuple(sorted(schemas))
+
+
+def confine_information_views(
+    root: exp.Expression,
+    dialect: str,
+    relations: Relations | None,
+    allowed_relations: frozenset[str],
+) -> exp.Expression | None:
+    """A copy of `root` whose reads of the reviewed information views see only rows about the
+    user's own schemas (`information_schema.tables` lists pg_catalog's tables, and on MariaDB
+    every database and the `mysql` schema); None when `root` reads none. A view named in
+    `Context.allowed_relations` is read whole. Without an inventory nothing is confined."""
+    views = INFORMATION_VIEWS.get(dialect, _INFORMATION_SCHEMA_VIEWS)
+    if relations is None or not any(
+        _is_information_view(t, dialect, views, allowed_relations) for t in root.find_all(exp.Table)
+    ):
+        return None
+    copy = root.copy()
+    scopes = CteScopes(dialect)
+    schemas = user_schemas(relations) or ("",)
+    for table in list(copy.find_all(exp.Table)):
+        if not _is_information_view(table, dialect, views, allowed_relations):
+            continue
+        if is_cte_reference(table, dialect, scopes):
+            continue
+        column = _VIEW_SCHEMA_COLUMNS.get(_key(table.this, dialect))
+        if column is None:
+            continue
+        alias = table.alias or table.name
+        source = table.copy()
+        source.set("alias", None)
+        confined = (
+            exp.select("*")
+            .from_(source)
+            .where(exp.column(column).isin(*(exp.Literal.string(s) for s in schemas)))
+        )
+        table.replace(
+            exp.Subquery(this=confined, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        )
+    return copy
+
+
+def _is_information_view(
+    table: exp.Table,
+    dialect: str,
+    views: frozenset[tuple[str, str]],
+    allowed_relations: frozenset[str],
+) -> bool:
+    schema = _key(table.args.get("db"), dialect)
+    name = _key(table.this, dialect)
+    if schema != "information_schema" or (schema, name) not in views:
+        return False
+    return f"{schema}.{name}" not in allowed_relations and name not in allowed_relations
 
 
 def check_relation(

@@ -4,7 +4,7 @@ sqlglot."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -16,6 +16,11 @@ class GuardKind(StrEnum):
     SYNTAX = "syntax"
     UNSUPPORTED = "unsupported"
     TOO_LONG = "too_long"
+    TOO_COMPLEX = "too_complex"
+    """Over a structural limit: tokens, nodes, nesting, CTEs, SELECTs, an IN list."""
+    UNSTOPPABLE = "unstoppable"
+    """Work the backend could not interrupt (a value built to a huge size, a regular expression
+    that backtracks, an edit distance over long values)."""
     MULTIPLE_STATEMENTS = "multiple_statements"
     WRITE = "write"
     DDL = "ddl"
@@ -35,6 +40,9 @@ class GuardVerdict:
     allowed: bool
     kind: GuardKind
     reason: str | None = None
+    sql: str | None = field(default=None, compare=False)
+    """For an allowed statement: the text to run, written from the checked tree (comments and
+    the model's spelling gone); what the server receives instead of the model's text."""
 
     def __bool__(self) -> bool:
         return self.allowed

@@ -1,12 +1,19 @@
 """MySQL and MariaDB (PyMySQL): the read-only engine and the bounded execution of one query.
 
 Read-only at the engine: every session starts `SET SESSION TRANSACTION READ ONLY`, and every
-query runs inside `START TRANSACTION READ ONLY`, so the server refuses writes to tables. The
-timeout really stops the query, twice over: the server's own limit (`max_execution_time` on
-MySQL, `max_statement_time` on MariaDB) and a watchdog that sends `KILL QUERY` from a second
+query runs inside `START TRANSACTION READ ONLY`, so the server refuses writes to tables. Every
+new connection also pins `sql_mode` (`session_pinning`), is refused when its user may do more
+than read (`least_privilege`), and gets a server-side statement limit. The timeout really stops
+the query, twice over: the server's own limit (`max_execution_time` on MySQL,
+`max_statement_time` on MariaDB) and a watchdog that sends `KILL QUERY` from a second
 connection at the deadline, which also covers a slow streamed fetch. Rows stream through an
 unbuffered cursor (`SSCursor`); when the row cap cuts a result short, the rest of the query is
 killed instead of being read to the end.
+
+`BoundedConnection` is PyMySQL's connection with two bounds it lacks: its handshake has a read
+timeout (a server that accepts TCP and never answers would otherwise hang the caller for
+ever), and every byte read while a result is fetched is charged to the result's byte budget,
+so a row of many large values stops as it arrives, not once it is whole.
 """
 
 from __future__ import annotations
@@ -16,29 +23,88 @@ import socket
 import threading
 from typing import Any
 
-from sqlalchemy import create_engine
+import pymysql
+import pymysql.connections
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 
+from macsql.database.least_privilege import enforce, mysql_privileges
+from macsql.database.result_budget import ByteBudget
+from macsql.database.session_pinning import (
+    CONNECT_TIMEOUT_S,
+    SERVER_STATEMENT_TIMEOUT_S,
+    pin_mysql_session,
+)
 
-def mysql_engine(url: str) -> Engine:
-    """A pooled engine whose sessions default to read-only transactions."""
-    return create_engine(
+
+class BoundedConnection(pymysql.connections.Connection):
+    """PyMySQL's connection, its handshake bounded and its result reads charged to a budget
+    (both through private methods of PyMySQL 1.1+: `_read_timeout`, `_read_bytes`)."""
+
+    budget: ByteBudget | None = None
+
+    def connect(self, sock: Any = None) -> None:
+        super().connect(sock)
+        # `read_timeout` bounded the handshake; queries are bounded by the watchdog instead.
+        self._read_timeout = None
+
+    def _read_bytes(self, num_bytes: int) -> bytes:
+        budget = self.budget
+        if budget is not None:
+            budget.charge(num_bytes)
+        data: bytes = super()._read_bytes(num_bytes)
+        return data
+
+
+def mysql_engine(
+    url: str, key: str = "", shown: str = "", allow_privileged: bool = False
+) -> Engine:
+    """A pooled engine whose sessions default to read-only transactions, with the pinned
+    `sql_mode`, a server-side statement limit, and a user that may only read (unless
+    `allow_privileged`). `key` and `shown` name the database in notes and messages."""
+    engine = create_engine(
         url,
-        connect_args={"init_command": "SET SESSION TRANSACTION READ ONLY", "charset": "utf8mb4"},
+        connect_args={
+            "init_command": "SET SESSION TRANSACTION READ ONLY",
+            "charset": "utf8mb4",
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "read_timeout": CONNECT_TIMEOUT_S,
+        },
         pool_size=4,
         max_overflow=8,
         pool_pre_ping=True,
     )
 
+    @event.listens_for(engine, "do_connect")
+    def _bounded(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        return BoundedConnection(*cargs, **cparams)
+
+    @event.listens_for(engine, "connect")
+    def _checked(dbapi_conn: Any, _record: Any) -> None:
+        # A refusal here makes SQLAlchemy close the new connection and raise it to the caller.
+        pin_mysql_session(dbapi_conn)
+        user, problems = mysql_privileges(dbapi_conn)
+        enforce(key or url, shown or url, f"the user {user}", problems, allow_privileged)
+        with dbapi_conn.cursor() as cursor:
+            cursor.execute(_statement_limit(dbapi_conn, SERVER_STATEMENT_TIMEOUT_S))
+
+    return engine
+
+
+def _statement_limit(raw: Any, seconds: float) -> str:
+    if "mariadb" in str(raw.get_server_info()).lower():
+        return f"SET SESSION max_statement_time = {max(0.001, seconds):.3f}"
+    return f"SET SESSION max_execution_time = {max(1, int(seconds * 1000))}"
+
 
 def _kill_query(engine: Engine, thread_id: int) -> None:
     """`KILL QUERY` the session `thread_id`, from a connection of its own."""
-    import pymysql
 
     args, kwargs = engine.dialect.create_connect_args(engine.url)
     kwargs.pop("init_command", None)
+    kwargs["connect_timeout"] = kwargs["read_timeout"] = 5
     try:
-        killer = pymysql.connect(*args, **kwargs, connect_timeout=5)
+        killer = pymysql.connect(*args, **kwargs)
     except pymysql.MySQLError:
         return  # the server-side limit still applies
     try:
@@ -78,12 +144,14 @@ def run_mysql(
     timeout: float,
     max_rows: int | None,
     fetch: Any,
+    max_bytes: int | None = None,
 ) -> tuple[list[str], list[tuple[Any, ...]], bool]:
     """Run `sql` on a pooled MySQL/MariaDB connection; return (columns, rows, truncated).
 
     `fetch(cursor, max_rows)` is the executor's batched fetch. At the deadline the watchdog
     kills the query on the server and shuts this connection's socket, so that rows already
-    on their way are not read either; the connection is then dropped from the pool.
+    on their way are not read either; the connection is then dropped from the pool. With
+    `max_bytes`, the bytes read from the server are charged to that budget as they arrive.
     """
     import pymysql.cursors
 
@@ -91,12 +159,7 @@ def run_mysql(
     raw.rollback()
     thread_id = raw.thread_id()
     engine = conn.engine
-    mariadb = "mariadb" in str(raw.get_server_info()).lower()
-    limit = (
-        f"SET SESSION max_statement_time = {max(0.001, timeout):.3f}"
-        if mariadb
-        else f"SET SESSION max_execution_time = {max(1, int(timeout * 1000))}"
-    )
+    limit = _statement_limit(raw, timeout)
     with raw.cursor() as setup:
         setup.execute(limit)
         setup.execute("START TRANSACTION READ ONLY")
@@ -112,6 +175,8 @@ def run_mysql(
     watchdog.start()
     cursor = raw.cursor(pymysql.cursors.SSCursor)
     broken = False
+    if max_bytes is not None and isinstance(raw, BoundedConnection):
+        raw.budget = ByteBudget(max_bytes)
     try:
         cursor.execute(sql)
         description = cursor.description
@@ -125,7 +190,17 @@ def run_mysql(
         if fired.is_set():
             raise QueryInterrupted("query execution was interrupted at the deadline") from exc
         raise
+    except BaseException:
+        # Stopped mid-read (the byte budget): the protocol state is lost, and the query may
+        # still be producing rows; it is killed as at a deadline.
+        if not fired.is_set():
+            broken = True
+            _cut(raw)
+            _kill_query(engine, thread_id)
+        raise
     finally:
+        if isinstance(raw, BoundedConnection):
+            raw.budget = None
         watchdog.cancel()
         if fired.is_set():
             watchdog.join()  # a KILL QUERY still on its way would hit the session's next query
@@ -136,6 +211,6 @@ def run_mysql(
             with contextlib.suppress(pymysql.MySQLError):
                 cursor.close()
             raw.rollback()
-            with raw.cursor() as reset:  # the pool's next user (e.g. the inspector) runs unbounded
-                reset.execute(limit.rsplit("=", 1)[0] + "= 0")
+            with raw.cursor() as reset:  # the pool's next user gets the session's own limit
+                reset.execute(_statement_limit(raw, SERVER_STATEMENT_TIMEOUT_S))
     return columns, rows, truncated

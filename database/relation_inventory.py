@@ -6,10 +6,9 @@ An inventory is cached per database (a changed SQLite file is read again); when 
 names a relation the cached inventory does not know, a PostgreSQL inventory older than
 `REFRESH_AFTER_S` is read again first, so a table created meanwhile is found.
 
-On PostgreSQL the inventory also notes whether the role is a superuser or owns the tables:
-the guard and READ ONLY transactions are then the only protection, since the role itself may
-run maintenance functions or read every catalog. `take_privilege_warning` gives that note once
-per database and process, with the fix.
+A role that may do more than read is refused when it connects (`least_privilege`); when the
+user accepted it (`?macsql_allow_privileged=1`), `take_privilege_warning` says so once per
+database and process, with the fix.
 """
 
 from __future__ import annotations
@@ -17,13 +16,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import inspect, text
 
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.guard import GuardKind, GuardVerdict, check_statement, make_policy
+from macsql.database.guard_limits import DEFAULT_LIMITS, StatementLimits
 from macsql.database.guard_relations import Relations, system_schemas
+from macsql.database.least_privilege import privileged_note
 
 REFRESH_AFTER_S = 1.0
 
@@ -48,19 +49,11 @@ _PG_RELATIONS = text(
     "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')"
 )
-_PG_SESSION = text(
-    "SELECT current_schemas(true), current_database(), current_user, "
-    "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
-)
+_PG_SESSION = text("SELECT current_schemas(true), current_database()")
 _PG_USER_FUNCTIONS = text(
     "SELECT DISTINCT lower(p.proname) FROM pg_proc p "
     "JOIN pg_namespace n ON n.oid = p.pronamespace "
     "WHERE n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'"
-)
-_PG_OWNED = text(
-    "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE c.relkind IN ('r', 'v', 'm', 'p') AND n.nspname NOT LIKE 'pg\\_%' "
-    "AND n.nspname <> 'information_schema' AND pg_has_role(c.relowner, 'USAGE')"
 )
 
 
@@ -69,7 +62,6 @@ class _Entry:
     identity: tuple[str, float, int]
     relations: Relations
     loaded_at: float
-    privilege: str | None
 
 
 _entries: dict[str, _Entry] = {}
@@ -88,8 +80,7 @@ def _entry(db: DatabaseRef, *, refresh: bool = False) -> _Entry:
         entry = _entries.get(db.url)
     if entry is not None and entry.identity == identity and not refresh:
         return entry
-    relations, privilege = _read(db)
-    entry = _Entry(identity, relations, time.monotonic(), privilege)
+    entry = _Entry(identity, _read(db), time.monotonic())
     with _lock:
         _entries[db.url] = entry
     return entry
@@ -100,15 +91,21 @@ def guard_verdict(
     sql: str,
     allowed_functions: Iterable[str] = (),
     allowed_relations: Iterable[str] = (),
+    limits: StatementLimits | None = None,
+    max_bytes: int | None = None,
 ) -> GuardVerdict:
-    """The guard's verdict on `sql` for this database, with its inventory and the user's lists.
+    """The guard's verdict on `sql` for this database, with its inventory, the user's lists and
+    the statement limits (`max_bytes`, the result budget, bounds what a query may build).
 
     Raises what the driver raises when the inventory cannot be read (the caller classifies it).
     """
+    limits = limits or DEFAULT_LIMITS
+    if max_bytes is not None and max_bytes < limits.max_built_bytes:
+        limits = replace(limits, max_built_bytes=max_bytes)
     entry = _entry(db)
     extra_functions, extra_relations = tuple(allowed_functions), tuple(allowed_relations)
     verdict = check_statement(
-        sql, db.dialect, make_policy(entry.relations, extra_functions, extra_relations)
+        sql, db.dialect, make_policy(entry.relations, extra_functions, extra_relations, limits)
     )
     if (
         verdict.kind == GuardKind.UNKNOWN_RELATION
@@ -116,29 +113,25 @@ def guard_verdict(
     ):
         entry = _entry(db, refresh=True)
         verdict = check_statement(
-            sql, db.dialect, make_policy(entry.relations, extra_functions, extra_relations)
+            sql, db.dialect, make_policy(entry.relations, extra_functions, extra_relations, limits)
         )
     return verdict
 
 
 def take_privilege_warning(db: DatabaseRef) -> str | None:
-    """Once per database and process: a warning when macsql connects to PostgreSQL as a
-    superuser or as the owner of the tables, with the fix. None otherwise."""
-    if db.backend != "postgresql":
-        return None
-    try:
-        privilege = _entry(db).privilege
-    except Exception:
-        return None  # the run has already reported the unreachable database
+    """Once per database and process: a warning when macsql was allowed
+    (`?macsql_allow_privileged=1`) to connect as a role that may do more than read, with the
+    fix. None otherwise."""
+    note = privileged_note(db.url)
     with _lock:
-        if privilege is None or db.url in _warned:
+        if note is None or db.url in _warned:
             return None
         _warned.add(db.url)
     return (
-        f"warning: macsql is connected to {db.safe_url} as {privilege}. Such a role may run "
-        f"maintenance functions and read every catalog; only macsql's guard and READ ONLY "
-        f"transactions stop it. Give a role read access only (`macsql load-postgres "
-        f"--grant-select-to ROLE`, or GRANT SELECT yourself) and connect as that role."
+        f"warning: macsql is connected to {db.safe_url} as {note}, because the URL allows a "
+        f"privileged role; only macsql's guard and read-only sessions stop a query from using "
+        f"that. Connect as a role that may only read (`macsql load --to URL --grant-select-to "
+        f"ROLE`, or GRANT SELECT yourself; see docs/safety.md)."
     )
 
 
@@ -149,7 +142,7 @@ def clear_inventories() -> None:
         _warned.clear()
 
 
-def _read(db: DatabaseRef) -> tuple[Relations, str | None]:
+def _read(db: DatabaseRef) -> Relations:
     engine = get_engine(db)
     if db.backend == "sqlite":
         with engine.connect() as conn:
@@ -159,21 +152,20 @@ def _read(db: DatabaseRef) -> tuple[Relations, str | None]:
             user = frozenset(
                 ("main", name.lower()) for name in names if not name.lower().startswith("sqlite_")
             )
-        return Relations(user, _SQLITE_SYSTEM, ("temp", "main"), frozenset({"temp"})), None
+        return Relations(user, _SQLITE_SYSTEM, ("temp", "main"), frozenset({"temp"}))
     if db.backend == "postgresql":
         return _read_postgres(db)
     inspector = inspect(engine)
     schema = (inspector.default_schema_name or "").lower()
     listed = [*inspector.get_table_names(), *inspector.get_view_names()]
     user = frozenset((schema, name.lower()) for name in listed)
-    return Relations(user, frozenset(), (schema,), system_schemas(db.dialect)), None
+    return Relations(user, frozenset(), (schema,), system_schemas(db.dialect))
 
 
-def _read_postgres(db: DatabaseRef) -> tuple[Relations, str | None]:
+def _read_postgres(db: DatabaseRef) -> Relations:
     with get_engine(db).connect() as conn:
-        search_path, database, role, superuser = conn.execute(_PG_SESSION).one()
+        search_path, database = conn.execute(_PG_SESSION).one()
         rows = conn.execute(_PG_RELATIONS).all()
-        owned = conn.execute(_PG_OWNED).scalar() or 0
         functions = frozenset(conn.execute(_PG_USER_FUNCTIONS).scalars())
     system_names = system_schemas("postgres")
     user: set[tuple[str, str]] = set()
@@ -181,12 +173,6 @@ def _read_postgres(db: DatabaseRef) -> tuple[Relations, str | None]:
     for schema, name in rows:
         is_system = schema in system_names or schema.startswith(("pg_temp_", "pg_toast"))
         (system if is_system else user).add((schema, name))
-    privilege = None
-    if superuser:
-        privilege = f"the superuser role {role!r}"
-    elif owned:
-        privilege = f"the role {role!r}, which owns {owned} of its tables or views"
-    relations = Relations(
+    return Relations(
         frozenset(user), frozenset(system), tuple(search_path), system_names, database, functions
     )
-    return relations, privilege

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import threading
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -285,8 +286,20 @@ def build_schema(
         fks.extend(table_fks)
     schema = SchemaInfo(db.name, db.dialect, tables, _dedupe(fks, tables), notes)
     if num_examples > 0:
-        for table in schema.tables:
-            _sample_examples(db, schema, table, num_examples, sample_rows, timeout)
+        # One budget for all the sampling: a database of thousands of tables (or of views
+        # that are slow on purpose) would otherwise cost a timeout per table before the first
+        # model call.
+        deadline = time.monotonic() + timeout
+        for index, table in enumerate(schema.tables):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                skipped = len(schema.tables) - index
+                notes.append(
+                    f"no value examples for {skipped} of {len(schema.tables)} tables: sampling "
+                    f"took its whole {timeout:g}s budget"
+                )
+                break
+            _sample_examples(db, schema, table, num_examples, sample_rows, left)
     return schema
 
 
@@ -426,6 +439,7 @@ def _sampled_column(db: DatabaseRef, column: ColumnInfo, quote: Any) -> str:
 def _sample_rows(
     db: DatabaseRef, table: str, columns: list[ColumnInfo], limit: int, timeout: float
 ) -> list[tuple[Any, ...]]:
+    deadline = time.monotonic() + timeout
     quote = get_engine(db).dialect.identifier_preparer.quote
     cols = ", ".join(_sampled_column(db, c, quote) for c in columns)
     source = quote(table)
@@ -455,7 +469,10 @@ def _sample_rows(
         queries = [f"SELECT {cols} FROM {source}"]
     rows: list[tuple[Any, ...]] = []
     for query in queries:
-        result = execute_sql(db, query, timeout=timeout, max_rows=limit)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        result = execute_sql(db, query, timeout=left, max_rows=limit)
         rows.extend(result.rows)
     return rows[: limit + SAMPLE_BLOCKS]
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import fcntl
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -56,9 +58,24 @@ class RunDirectoryBusy(RunDirectoryError):
 
 def lock_run_directory(out: Path) -> IO[str]:
     """An exclusive lock on `out`, held while the returned file stays open; refuses at once
-    (never waits) when another process holds it."""
+    (never waits) when another process holds it. The lock file is opened without following a
+    symbolic link (one planted there would have its target truncated) and must be a regular
+    file."""
     out.mkdir(parents=True, exist_ok=True)
-    handle = (out / LOCK_FILE).open("a+", encoding="utf-8")
+    path = out / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RunDirectoryError(
+                f"{path} is a symbolic link; macsql does not follow it (it would write where "
+                "the link points). Remove it, or give this run another --out"
+            ) from None
+        raise RunDirectoryError(f"cannot create the lock file {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunDirectoryError(f"{path} is not a regular file; remove it, or use another --out")
+    handle = os.fdopen(fd, "a+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

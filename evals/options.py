@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from macsql.core.context import Context, build_context
+from macsql.database.statement_limits import statement_limits
 from macsql.evals.run_health import STOP_AFTER_MODEL_FAILURES
 from macsql.evals.scoring import Scorer
 
@@ -96,4 +97,5 @@ class EvalOptions:
             keep_distinct=self.keep_distinct,
             allowed_functions=context.allowed_functions if context else (),
             allowed_relations=context.allowed_relations if context else (),
+            limits=statement_limits(context) if context else None,
         )

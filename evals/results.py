@@ -14,6 +14,7 @@ from macsql.database.atomic_files import write_text_atomically
 from macsql.evals.datasets import Dataset, EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import write_bird_predictions, write_spider_predictions
+from macsql.evals.run_health import unpredicted
 from macsql.evals.run_provenance import run_provenance
 
 RESULTS_FILE = "results.jsonl"
@@ -85,7 +86,18 @@ def prepare_out_dir(options: EvalOptions, out: Path) -> dict[int, dict[str, Any]
         differs = {k: (previous.get(k), v) for k, v in mine.items() if previous.get(k) != v}
         if differs:
             raise RunDirectoryError(f"cannot resume {out}: the run differs in {differs}")
-    return read_results(results) if options.resume else {}
+    if not options.resume:
+        return {}
+    records = read_results(results)
+    retry = {index for index, record in records.items() if unpredicted(record)}
+    if retry:
+        # Items whose model call or database failed run again; their old lines go, so that
+        # each item keeps exactly one line.
+        kept = [records[i] for i in sorted(records) if i not in retry]
+        lines = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in kept)
+        write_text_atomically(results, lines)
+        records = {r["index"]: r for r in kept}
+    return records
 
 
 def _add_provenance(info: dict[str, Any], record: dict[str, Any]) -> None:

@@ -49,6 +49,23 @@ class FailureWatch:
         return f"stopped early after {self.in_a_row} items in a row whose model call failed"
 
 
+_INFRASTRUCTURE = ("item timed out", "TimeoutError")
+
+
+def unpredicted(record: Mapping[str, Any]) -> bool:
+    """An item that got no prediction for a reason outside the model's answer: its model call
+    failed (a server down, a bad key, a timeout), the item ran out of time, or its database
+    could not be reached. `--resume` runs such an item again."""
+    if record.get("status") == "skipped" or record.get("prediction"):
+        return False
+    error = str(record.get("error") or "")
+    return (
+        is_model_failure(error)
+        or error.startswith(_INFRASTRUCTURE)
+        or record.get("outcome") == "database_error"
+    )
+
+
 def _most_common(texts: Sequence[str]) -> tuple[str, int]:
     lines = [(t.strip().splitlines() or [""])[0][:300] for t in texts]
     return Counter(lines).most_common(1)[0]

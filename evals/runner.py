@@ -18,8 +18,11 @@ and its Context), `results` (the run's files), `item_records` (one item's predic
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -36,10 +39,11 @@ from macsql.evals.results import (
     RESULTS_FILE,
     ResultsWriter,
     prepare_out_dir,
+    read_results,
     write_predictions,
     write_run_file,
 )
-from macsql.evals.run_health import FailureWatch, run_problem
+from macsql.evals.run_health import FailureWatch, run_problem, unpredicted
 from macsql.evals.scheduler import (
     WorkerPool,
     collector_tuned_for_batch,
@@ -61,6 +65,18 @@ class RunResult:
     records: dict[int, dict[str, Any]]
 
 
+class EvalInterrupted(Exception):
+    """The run was interrupted (Ctrl-C): every finished item is in `results.jsonl`, and the same
+    command with `--resume` runs the others."""
+
+    def __init__(self, out_dir: Path, done: int, total: int) -> None:
+        super().__init__(
+            f"interrupted: {done} of {total} items are in {out_dir / RESULTS_FILE}; run the same "
+            "command again with --resume to finish the others"
+        )
+        self.out_dir, self.done, self.total = out_dir, done, total
+
+
 async def run_eval(
     options: EvalOptions,
     *,
@@ -76,6 +92,10 @@ async def run_eval(
     lock = lock_run_directory(out)  # before anything in `out` is read, cleared or written
     try:
         return await _run_locked(options, dataset, out, started, graph, on_record)
+    except asyncio.CancelledError:
+        items = dataset.items[: options.limit] if options.limit else dataset.items
+        done = len(read_results(out / RESULTS_FILE, repair=False))
+        raise EvalInterrupted(out, done, len(items)) from None
     finally:
         lock.close()
 
@@ -135,6 +155,7 @@ async def _run_locked(
             if watch.see(record) and pool is not None:
                 pool.stop()
 
+        interrupted = False
         try:
             for item in pending:
                 if item.skipped:
@@ -145,13 +166,18 @@ async def _run_locked(
                 await run_items(source, options, graph, context, scorer, share, finish)
             else:
                 await pool.run(context, scorer, finish)
+        except asyncio.CancelledError:
+            interrupted = True
+            raise
         finally:
             progress.stop()
             writer.close()
             if tracer is not None:
                 tracer.close()
             if pool is not None:
-                pool.close()
+                pool.close(at_once=interrupted)
+            if interrupted:  # nodes still running in threads: nobody waits for them
+                executor.shutdown(wait=False, cancel_futures=True)
 
     scope = [records[i.index] for i in items if i.index in records]
     ratios: dict[int, float] | None = None
@@ -171,6 +197,7 @@ async def _run_locked(
     )
     summary["stopped_early"] = watch.reason
     summary["problem"] = run_problem(scope, n_items=len(items), stopped=watch.reason)
+    summary["unpredicted"] = len(items) - len(scope) + sum(unpredicted(r) for r in scope)
     write_predictions(dataset, items, records, out)
     write_reports(out, summary, dataset.levels)
     executor.shutdown(wait=False)
@@ -178,8 +205,39 @@ async def _run_locked(
 
 
 def run_eval_sync(options: EvalOptions, *, graph: Any = None) -> RunResult:
-    """`run_eval` in a fresh event loop."""
-    return asyncio.run(run_eval(options, graph=graph))
+    """`run_eval` in a fresh event loop. The first Ctrl-C (SIGINT) cancels the run: the items
+    in flight stop, the files are closed as they are, worker processes end, and
+    `EvalInterrupted` says how far it got; the loop does not wait for nodes still running in
+    threads (a second Ctrl-C is Python's own)."""
+    loop = asyncio.new_event_loop()
+    try:
+        main = loop.create_task(run_eval(options, graph=graph))
+        with _cancel_on_interrupt(loop, main):
+            result = loop.run_until_complete(main)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        return result
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()  # its executor is shut down without waiting
+
+
+@contextlib.contextmanager
+def _cancel_on_interrupt(
+    loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]
+) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGINT, previous)  # the next Ctrl-C is Python's own
+        loop.call_soon_threadsafe(task.cancel)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ves_ratios(

@@ -15,6 +15,7 @@ import gc
 import multiprocessing
 import os
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -242,11 +243,18 @@ class WorkerPool:
         with self.position.get_lock():
             self.position.value = len(self.items)
 
-    def close(self) -> None:
+    def close(self, *, at_once: bool = False) -> None:
+        """Wait for the children (5 s each), or, `at_once` (an interrupted run), end them now.
+        Either way this process's end of the results queue is let go without flushing it: a
+        record nobody will read must not hold the process at exit."""
         for child in self.children:
-            child.join(timeout=5)
-            if child.is_alive():
+            if at_once:
                 child.terminate()
+            child.join(timeout=1 if at_once else 5)
+            if child.is_alive():
+                child.kill() if at_once else child.terminate()
+        self.results.cancel_join_thread()
+        self.results.close()
 
 
 def _child_main(
@@ -261,6 +269,8 @@ def _child_main(
 ) -> None:
     """A worker process: the same pipeline and scorer on the items it takes."""
     die_with_parent(parent_pid)
+    # Ctrl-C reaches the whole process group: the parent decides, and ends this process.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if options.cache:
         enable_llm_cache(options.cache)
     if graph is None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from macsql.database.connection import DatabaseNotFoundError, DatabaseRef, resolve_database
 from macsql.database.execution import ExecutionResult, Outcome, execute_sql
+from macsql.database.statement_limits import StatementLimits
 from macsql.evals.compare import (
     FIRST_STATEMENT_NOTE,
     bird_equal,
@@ -137,9 +138,11 @@ class Scorer:
         max_bytes: int = SCORING_MAX_BYTES,
         allowed_functions: tuple[str, ...] = (),
         allowed_relations: tuple[str, ...] = (),
+        limits: StatementLimits | None = None,
     ) -> None:
-        """`allowed_functions` and `allowed_relations` extend the guard's allow-lists as the
-        pipeline's Context did, so that scoring refuses no prediction the pipeline ran."""
+        """`allowed_functions` and `allowed_relations` extend the guard's allow-lists, and
+        `limits` set the statement limits, as the pipeline's Context did, so that scoring
+        refuses no prediction the pipeline ran."""
         if dataset not in OFFICIAL_TIMEOUTS:
             raise ValueError(f"unknown dataset {dataset!r}")
         self.dataset = dataset
@@ -147,9 +150,10 @@ class Scorer:
         self.keep_distinct = keep_distinct
         self.max_rows = max_rows
         self.max_bytes = max_bytes
-        self.guard_lists = {
+        self.guard_lists: dict[str, Any] = {
             "allowed_functions": tuple(allowed_functions),
             "allowed_relations": tuple(allowed_relations),
+            "limits": limits,
         }
         self._gold_cache: dict[tuple[str, str], _Run] = {}
         self._refs: dict[str, DatabaseRef] = {}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from macsql.database.connection import DatabaseRef
 from macsql.database.execution import DEFAULT_MAX_RESULT_BYTES, execute_sql
+from macsql.database.statement_limits import StatementLimits
 
 OFFICIAL_ITERATIONS = 100
 
@@ -92,6 +93,7 @@ def measure_time_ratio(
     max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     allowed_functions: tuple[str, ...] = (),
     allowed_relations: tuple[str, ...] = (),
+    limits: StatementLimits | None = None,
 ) -> Timing:
     """Run both queries `iterations` times, alternating, and return the item's time ratio.
 
@@ -110,6 +112,7 @@ def measure_time_ratio(
                 max_bytes=max_bytes,
                 allowed_functions=allowed_functions,
                 allowed_relations=allowed_relations,
+                limits=limits,
             )
             for sql in (pred_sql, gold_sql)
         )

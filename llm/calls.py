@@ -313,6 +313,12 @@ _FIXES = (
         "{url} does not serve model {name!r}: check model (--model) and base_url (--base-url, "
         "usually ending in /v1)",
     ),
+    (
+        # langchain indexes the reply's first choice: a reply with an empty `choices` list
+        ("IndexError",),
+        "{url} answered without any choice (an empty `choices` list): check that base_url is "
+        "an OpenAI-compatible chat-completions server and that it serves model {name!r}",
+    ),
 )
 
 

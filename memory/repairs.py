@@ -8,7 +8,15 @@ lexically (BM25).
 
 The paper builds this memory by running the SQL generator over a training set and keeping its
 mistakes with the gold SQL as the fix; `seed_repair_memory` loads such pairs, and
-`Context.repair_memory_file` loads them from a JSON file.
+`Context.repair_memory_file` loads them from a JSON file. Those are shared on purpose: they go
+under `SHARED_NAMESPACE`, which every run reads.
+
+A repair a run records (`Context.record_repairs`) holds a user's question, SQL and the
+reviewer's reason, which may quote their data. It is kept under a namespace of its own
+(`recorded_namespace`) named by the user, the database and, by default, the conversation
+thread: another user, another database or another thread never reads it, unless
+`Context.repair_memory_scope` shares it on purpose ('user': every thread of that user on that
+database; 'database': every user of that database).
 """
 
 from __future__ import annotations
@@ -27,6 +35,10 @@ from langgraph.store.memory import InMemoryStore
 from macsql.memory.similarity import BM25Index
 
 REPAIR_NAMESPACE = ("macsql", "sqlfix", "repairs")
+SHARED_NAMESPACE = (*REPAIR_NAMESPACE, "shared")
+"""Seeded repairs (training data, `Context.repair_memory_file`): read by every run."""
+_RECORDED = (*REPAIR_NAMESPACE, "recorded")
+_ALL_USERS = "all-users"
 _PAGE = 500
 
 _default_store = InMemoryStore()
@@ -75,8 +87,13 @@ def _key(repair: Mapping[str, str]) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def seed_repair_memory(store: BaseStore, pairs: Iterable[RepairPair]) -> int:
-    """Put past repairs into the store; returns how many. Idempotent: a key is the content hash.
+def seed_repair_memory(
+    store: BaseStore,
+    pairs: Iterable[RepairPair],
+    namespace: tuple[str, ...] = SHARED_NAMESPACE,
+) -> int:
+    """Put past repairs into the store (by default the shared namespace); returns how many.
+    Idempotent: a key is the content hash.
 
     A pair is a mapping (question, wrong_sql, fixed_sql, and optionally db_id, evidence, error;
     `predicted` and `gold`/`query`/`SQL` are accepted as names) or a tuple
@@ -85,9 +102,36 @@ def seed_repair_memory(store: BaseStore, pairs: Iterable[RepairPair]) -> int:
     count = 0
     for pair in pairs:
         repair = _normalise_pair(pair)
-        store.put(REPAIR_NAMESPACE, _key(repair), repair, index=_indexed_fields(repair))
+        store.put(namespace, _key(repair), repair, index=_indexed_fields(repair))
         count += 1
     return count
+
+
+def _label(text: str) -> str:
+    """A namespace label: a store refuses periods and empty labels."""
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:40].strip("-")
+    return cleaned or "none"
+
+
+def recorded_namespace(
+    scope: str, user: str | None, database: str, thread: str | None
+) -> tuple[str, ...] | None:
+    """Where a run's recorded repairs are written and read, or None when there is none: the
+    'thread' scope (the default) with no thread id keeps nothing across runs.
+
+    `database` is the database as the run names it (a path or URL, hashed here: it may carry a
+    password)."""
+    digest = hashlib.sha256(database.encode()).hexdigest()[:16]
+    stem = database.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
+    db_label = f"{_label(stem)}-{digest}"
+    user_label = _label(user or "anonymous")
+    if scope == "database":
+        return (*_RECORDED, _ALL_USERS, db_label)
+    if scope == "user":
+        return (*_RECORDED, user_label, db_label)
+    if not thread:
+        return None
+    return (*_RECORDED, user_label, db_label, _label(thread))
 
 
 def _indexed_fields(repair: Mapping[str, str]) -> list[str]:
@@ -120,20 +164,28 @@ def ensure_seeded(store: BaseStore, path: str | None) -> None:
         loaded.add(version)
 
 
-def record_repair(store: BaseStore, repair: Mapping[str, Any]) -> None:
-    """Remember a repair that passed the check, for later questions."""
-    seed_repair_memory(store, [repair])
+def record_repair(
+    store: BaseStore, repair: Mapping[str, Any], namespace: tuple[str, ...] | None
+) -> None:
+    """Remember a repair that passed the check, for later questions in `namespace` (from
+    `recorded_namespace`; None keeps nothing)."""
+    if namespace is not None:
+        seed_repair_memory(store, [repair], namespace)
 
 
-def all_repairs(store: BaseStore) -> list[dict[str, Any]]:
+def all_repairs(
+    store: BaseStore, namespaces: Sequence[tuple[str, ...]] = (SHARED_NAMESPACE,)
+) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    offset = 0
-    while True:
-        page = store.search(REPAIR_NAMESPACE, limit=_PAGE, offset=offset)
-        items.extend(dict(item.value) for item in page)
-        if len(page) < _PAGE:
-            return items
-        offset += _PAGE
+    for namespace in namespaces:
+        offset = 0
+        while True:
+            page = store.search(namespace, limit=_PAGE, offset=offset)
+            items.extend(dict(item.value) for item in page)
+            if len(page) < _PAGE:
+                break
+            offset += _PAGE
+    return items
 
 
 def _repair_text(repair: Mapping[str, Any]) -> str:
@@ -141,9 +193,15 @@ def _repair_text(repair: Mapping[str, Any]) -> str:
 
 
 def retrieve_similar_repairs(
-    store: BaseStore, question: str, k: int, *, evidence: str = ""
+    store: BaseStore,
+    question: str,
+    k: int,
+    *,
+    evidence: str = "",
+    namespaces: Sequence[tuple[str, ...]] = (SHARED_NAMESPACE,),
 ) -> list[dict[str, Any]]:
-    """The `k` past repairs whose questions are most like `question`, most similar first.
+    """The `k` past repairs whose questions are most like `question`, most similar first, from
+    `namespaces` (the shared one, and the run's own `recorded_namespace`).
 
     Repairs that share no word with the question are left out: an unrelated example only adds
     noise to the prompt.
@@ -152,9 +210,14 @@ def retrieve_similar_repairs(
         return []
     query = f"{question} {evidence}".strip()
     if getattr(store, "index_config", None):  # the store embeds: use its semantic search
-        found = store.search(REPAIR_NAMESPACE, query=query, limit=k)
-        return [{**item.value, "score": round(item.score or 0.0, 4)} for item in found]
-    repairs = all_repairs(store)
+        found = [
+            item
+            for namespace in namespaces
+            for item in store.search(namespace, query=query, limit=k)
+        ]
+        found.sort(key=lambda item: item.score or 0.0, reverse=True)
+        return [{**item.value, "score": round(item.score or 0.0, 4)} for item in found[:k]]
+    repairs = all_repairs(store, namespaces)
     if not repairs:
         return []
     index = BM25Index([_repair_text(r) for r in repairs])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from macsql.core.state import Candidate, ExecutionRecord
 from macsql.database.execution import Outcome
+from macsql.prompts.error_privacy import scrub_values
 from macsql.prompts.quoting import shown_cell, shown_message, shown_name
 
 PREVIEW_ROWS = 10
@@ -28,7 +29,7 @@ def render_result(
     record = record or {}
     outcome = record.get("outcome", "not run")
     if not ran(record):
-        return f"the query failed ({outcome}): {shown_message(record.get('error'))}"
+        return f"the query failed ({outcome}): {prompt_error(record, cells=cells)}"
     rows = record.get("rows") or []
     total = record.get("row_count", len(rows))
     if not rows:
@@ -48,6 +49,17 @@ def render_result(
     if outcome == Outcome.NULL_RESULT:
         note += "; the result contains NULL values"
     return note + "\n" + "\n".join(lines)
+
+
+def prompt_error(record: ExecutionRecord | Candidate | None, *, cells: bool = True) -> str:
+    """The record's error as a prompt shows it: quoted and bounded, and with `cells` off
+    (`Context.send_rows_to_model`) without the values the database quoted
+    (`error_privacy.scrub_values`)."""
+    record = record or {}
+    error = record.get("error")
+    if not cells:
+        error = scrub_values(error, record.get("sql") or "", record.get("error_class"))
+    return shown_message(error)
 
 
 def result_shape(record: ExecutionRecord | Candidate, columns: list[str]) -> str:

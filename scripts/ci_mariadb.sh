@@ -5,14 +5,17 @@
 #   scripts/ci_mariadb.sh destroy    stop it and delete its data directory
 #
 # Idempotent: a second run finds the running server and reuses it. Afterwards
-# `source .ci/mysql.env` exports MACSQL_MYSQL_URL (a mysql:// URL of a test user with a
-# password, over TCP on 127.0.0.1); `tests/mysql_support.py` reads it.
+# `source .ci/mysql.env` exports MACSQL_MYSQL_URL (a mysql:// URL of an admin test user with a
+# password, over TCP on 127.0.0.1, which loads and inspects the databases) and
+# MACSQL_MYSQL_READER_URL (a user granted SELECT on the loaded databases only: the one macsql
+# connects as, since it refuses a user that may write); `tests/mysql_support.py` reads both.
 #
 # Settings (environment, all optional):
 #   MACSQL_MYSQL_PORT       preferred port (default 33069; the next free one is used if taken)
 #   MACSQL_MYSQL_BASE       folder for data, socket and log (default ${TMPDIR:-/tmp}/macsql-mariadb)
 #   MACSQL_MYSQL_ENV_FILE   where to write the exports (default <repo>/.ci/mysql.env)
-#   MACSQL_MYSQL_USER, MACSQL_MYSQL_PASSWORD   the test user (default macsql / macsql)
+#   MACSQL_MYSQL_USER, MACSQL_MYSQL_PASSWORD   the admin test user (default macsql / macsql)
+#   MACSQL_MYSQL_READER, MACSQL_MYSQL_READER_PASSWORD   the read-only user (default macsql_reader)
 #   MACSQL_MYSQL_DATABASES  Spider db ids to load (default: concert_singer pets_1 car_1)
 #   MACSQL_SPIDER_DIR       Spider's folder (default <repo>/../shared/data/spider)
 #   PYTHON                  interpreter with macsql installed (default: python, then python3)
@@ -28,6 +31,8 @@ LOG="$BASE/mariadb.log"
 ENV_FILE="${MACSQL_MYSQL_ENV_FILE:-$ROOT/.ci/mysql.env}"
 DB_USER="${MACSQL_MYSQL_USER:-macsql}"
 DB_PASS="${MACSQL_MYSQL_PASSWORD:-macsql}"
+READER="${MACSQL_MYSQL_READER:-macsql_reader}"
+READER_PASS="${MACSQL_MYSQL_READER_PASSWORD:-macsql_reader}"
 SPIDER_DIR="${MACSQL_SPIDER_DIR:-$ROOT/../shared/data/spider}"
 DATABASES="${MACSQL_MYSQL_DATABASES:-concert_singer pets_1 car_1}"
 ACTION="${1:-start}"
@@ -101,20 +106,26 @@ else
     echo "$PORT" > "$BASE/port"
 fi
 
-# The test user: all privileges (it loads databases) with a password, reached over TCP.
+# The admin user: all privileges (it loads databases and grants SELECT on them); the reader:
+# no privilege but the SELECTs the loader grants. Both with passwords, reached over TCP.
 PASS_SQL="${DB_PASS//\'/\'\'}"
+READER_PASS_SQL="${READER_PASS//\'/\'\'}"
 mariadb --socket="$SOCK" -u"$ADMIN" <<SQL
 CREATE USER IF NOT EXISTS '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$PASS_SQL';
 ALTER USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$PASS_SQL';
 GRANT ALL PRIVILEGES ON *.* TO '$DB_USER'@'127.0.0.1' WITH GRANT OPTION;
+CREATE USER IF NOT EXISTS '$READER'@'127.0.0.1' IDENTIFIED BY '$READER_PASS_SQL';
+ALTER USER '$READER'@'127.0.0.1' IDENTIFIED BY '$READER_PASS_SQL';
 FLUSH PRIVILEGES;
 SQL
 
 URL="mysql://${DB_USER}:${DB_PASS}@127.0.0.1:${PORT}/"
+READER_URL="mysql://${READER}:${READER_PASS}@127.0.0.1:${PORT}/"
 mkdir -p "$(dirname "$ENV_FILE")"
 cat > "$ENV_FILE" <<ENVEOF
 # Written by scripts/ci_mariadb.sh: the test MariaDB server.
 export MACSQL_MYSQL_URL='$URL'
+export MACSQL_MYSQL_READER_URL='$READER_URL'
 ENVEOF
 log "wrote $ENV_FILE"
 
@@ -122,5 +133,7 @@ if [[ -z "${PYTHON:-}" ]]; then
     PYTHON="$(command -v python || command -v python3 || true)"
 fi
 # shellcheck disable=SC2086
-"$PYTHON" -m macsql.cli.main load --to "$URL" --spider-dir "$SPIDER_DIR" $DATABASES
+"$PYTHON" -m macsql.cli.main load --to "$URL" --spider-dir "$SPIDER_DIR" \
+    --grant-select-to "$READER@127.0.0.1" $DATABASES
 echo "MACSQL_MYSQL_URL=$URL"
+echo "MACSQL_MYSQL_READER_URL=$READER_URL"

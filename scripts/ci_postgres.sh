@@ -8,13 +8,16 @@
 # Idempotent: a second run finds the running server (or restarts the stopped one), keeps its
 # role, and the loader skips databases already loaded from the same SQLite files.
 # Afterwards `source .ci/pg.env` exports MACSQL_PG_URL (an SQLAlchemy URL of the maintenance
-# database `postgres`, for a superuser role made for the tests); `tests/pg_support.py` reads it.
+# database `postgres`, for a superuser role that loads and inspects the test databases) and
+# MACSQL_PG_READER_URL (the same for a role that may only read them: the role macsql's own
+# connections use, since macsql refuses a role that may write); `tests/pg_support.py` reads both.
 #
 # Settings (environment, all optional):
 #   MACSQL_PG_PORT       preferred port (default 54329; the next free one is used if taken)
 #   MACSQL_PG_BASE       folder for data, socket and log (default ${TMPDIR:-/tmp}/macsql-pg)
 #   MACSQL_PG_ENV_FILE   where to write the exports (default <repo>/.ci/pg.env)
-#   MACSQL_PG_USER, MACSQL_PG_PASSWORD   the test role (default macsql / macsql)
+#   MACSQL_PG_USER, MACSQL_PG_PASSWORD   the admin test role (default macsql / macsql)
+#   MACSQL_PG_READER, MACSQL_PG_READER_PASSWORD   the read-only role (default macsql_reader)
 #   MACSQL_PG_DATABASES  Spider db ids to load (default: the loader's DEFAULT_SPIDER_DATABASES)
 #   MACSQL_SPIDER_DIR    Spider's folder (default $MACSQL_DATA_DIR/spider, else <repo>/../shared/data/spider)
 #   PYTHON               interpreter with macsql installed (default: python, then python3)
@@ -30,6 +33,8 @@ LOG="$BASE/postgres.log"
 ENV_FILE="${MACSQL_PG_ENV_FILE:-$ROOT/.ci/pg.env}"
 PG_USER="${MACSQL_PG_USER:-macsql}"
 PG_PASS="${MACSQL_PG_PASSWORD:-macsql}"
+READER="${MACSQL_PG_READER:-macsql_reader}"
+READER_PASS="${MACSQL_PG_READER_PASSWORD:-macsql_reader}"
 SPIDER_DIR="${MACSQL_SPIDER_DIR:-${MACSQL_DATA_DIR:-$ROOT/../shared/data}/spider}"
 ACTION="${1:-start}"
 
@@ -131,20 +136,30 @@ else
 fi
 echo "$PORT" > "$BASE/port"
 
-# The test role: a superuser with a password, reached over TCP like any real client.
+# The admin role (a superuser: it creates and loads databases) and the role macsql connects as
+# (it may log in and read what the loader grants it, nothing else), both with passwords,
+# reached over TCP like any real client.
 PASS_SQL="${PG_PASS//\'/\'\'}"
+READER_PASS_SQL="${READER_PASS//\'/\'\'}"
 as_server "$BINDIR/psql" -h "$SOCK" -p "$PORT" -U postgres -d postgres -q -v ON_ERROR_STOP=1 \
-    -v role="$PG_USER" -v pass="$PASS_SQL" >/dev/null <<'SQL'
+    -v role="$PG_USER" -v pass="$PASS_SQL" -v reader="$READER" -v reader_pass="$READER_PASS_SQL" \
+    >/dev/null <<'SQL'
 SELECT format('CREATE ROLE %I', :'role')
 WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'role') \gexec
 SELECT format('ALTER ROLE %I WITH LOGIN SUPERUSER PASSWORD %L', :'role', :'pass') \gexec
+SELECT format('CREATE ROLE %I', :'reader')
+WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'reader') \gexec
+SELECT format('ALTER ROLE %I WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION '
+              'NOBYPASSRLS PASSWORD %L', :'reader', :'reader_pass') \gexec
 SQL
 
 URL="postgresql+psycopg://${PG_USER}:${PG_PASS}@127.0.0.1:${PORT}/postgres"
+READER_URL="postgresql+psycopg://${READER}:${READER_PASS}@127.0.0.1:${PORT}/postgres"
 mkdir -p "$(dirname "$ENV_FILE")"
 cat > "$ENV_FILE" <<EOF
 # Written by scripts/ci_postgres.sh: the test PostgreSQL server.
 export MACSQL_PG_URL='$URL'
+export MACSQL_PG_READER_URL='$READER_URL'
 export MACSQL_PG_DATA='$DATA'
 EOF
 log "wrote $ENV_FILE"
@@ -157,6 +172,7 @@ fi
     || die "'$PYTHON' cannot import macsql; set PYTHON to the project's interpreter"
 # shellcheck disable=SC2086
 "$PYTHON" -m macsql.database.loaders.postgres --admin-url "$URL" --spider-dir "$SPIDER_DIR" \
-    ${MACSQL_PG_DATABASES:-}
+    --grant-select-to "$READER" ${MACSQL_PG_DATABASES:-}
 
 echo "MACSQL_PG_URL=$URL"
+echo "MACSQL_PG_READER_URL=$READER_URL"

@@ -26,7 +26,7 @@ import pytest
 
 # PostgreSQL (issue 4): the MACSQL_PG_URL fixtures; the logic lives in tests/pg_support.py.
 from pg_support import in_ci as _in_ci
-from pg_support import pg_admin_url, pg_spider, skip_or_fail_in_ci  # noqa: F401
+from pg_support import pg_admin_url, pg_reader_url, pg_spider, skip_or_fail_in_ci  # noqa: F401
 
 from macsql.core.context import Agent, Context
 from macsql.database.schema import clear_schema_cache
@@ -366,4 +366,4 @@ def scripted() -> Iterator[object]:
 
 
 # --- MySQL/MariaDB (issue 18): MACSQL_MYSQL_URL fixtures; the logic lives in tests/mysql_support.py
-from mysql_support import mysql_admin_url, mysql_spider  # noqa: E402, F401
+from mysql_support import mysql_admin_url, mysql_reader_url, mysql_spider  # noqa: E402, F401

@@ -1,7 +1,9 @@
 """MySQL/MariaDB for the tests: the server named by `MACSQL_MYSQL_URL`, Spider databases loaded.
 
-`scripts/ci_mariadb.sh` starts such a server and writes the variable to `.ci/mysql.env`. The rule
-is PostgreSQL's (`tests/pg_support.py`):
+`scripts/ci_mariadb.sh` starts such a server and writes the variables to `.ci/mysql.env`:
+`MACSQL_MYSQL_URL`, an admin user that loads and inspects, and `MACSQL_MYSQL_READER_URL`, a
+user with SELECT on the loaded databases only, which the databases tests query
+(`mysql_spider`) are reached as. The rule is PostgreSQL's (`tests/pg_support.py`):
 
 - `MACSQL_MYSQL_URL` set: use it (an unreachable server is a failure, not a skip);
 - unset and `CI=true`: fail loudly, since CI must test MySQL/MariaDB for real;
@@ -22,7 +24,9 @@ from sqlalchemy.engine import make_url
 from macsql.database.connection import DatabaseRef, resolve_database
 
 MYSQL_ENV = "MACSQL_MYSQL_URL"
+MYSQL_READER_ENV = "MACSQL_MYSQL_READER_URL"
 MYSQL_SPIDER_DATABASES = ("concert_singer", "pets_1", "car_1")
+DEFAULT_READER = "macsql_reader"
 
 
 def require_mysql_url() -> str:
@@ -57,6 +61,13 @@ def database_url(admin_url: str, database: str) -> str:
     return admin_url.rstrip("/") + "/" + database
 
 
+def allow_privileged(url: str) -> str:
+    """`url` with macsql's documented override: a user that may write is accepted."""
+    from macsql.database.least_privilege import ALLOW_PRIVILEGED_PARAM
+
+    return f"{url}{'&' if '?' in url else '?'}{ALLOW_PRIVILEGED_PARAM}=1"
+
+
 @pytest.fixture(scope="session")
 def mysql_admin_url() -> str:
     url = require_mysql_url()
@@ -68,15 +79,41 @@ def mysql_admin_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def mysql_spider(mysql_admin_url: str) -> Callable[[str], DatabaseRef]:
-    """`mysql_spider(db_id)` -> the DatabaseRef of a Spider database loaded into MySQL."""
+def mysql_reader_url(mysql_admin_url: str) -> str:
+    """`MACSQL_MYSQL_READER_URL`: a user with no privilege but the loader's SELECT grants. A
+    server set up without one gets one now, as scripts/ci_mariadb.sh makes it."""
+    url = os.environ.get(MYSQL_READER_ENV, "").strip()
+    if url:
+        return url
+    from macsql.database.loaders.mysql import ensure_reader_user
+
+    host = make_url(mysql_admin_url).host or "127.0.0.1"
+    ensure_reader_user(mysql_admin_url, f"{DEFAULT_READER}@{host}", DEFAULT_READER)
+    reader = make_url(mysql_admin_url).set(username=DEFAULT_READER, password=DEFAULT_READER)
+    return reader.render_as_string(hide_password=False)
+
+
+def reader_grantee(reader_url: str) -> str:
+    parsed = make_url(reader_url)
+    return f"{parsed.username}@{parsed.host or '%'}"
+
+
+@pytest.fixture(scope="session")
+def mysql_spider(mysql_admin_url: str, mysql_reader_url: str) -> Callable[[str], DatabaseRef]:
+    """`mysql_spider(db_id)` -> the DatabaseRef of a Spider database loaded into MySQL, as the
+    read-only user."""
     from macsql.database.loaders.mysql import load_into_mysql
 
-    load_into_mysql(SPIDER, mysql_admin_url, MYSQL_SPIDER_DATABASES)
+    load_into_mysql(
+        SPIDER,
+        mysql_admin_url,
+        MYSQL_SPIDER_DATABASES,
+        grant_select_to=reader_grantee(mysql_reader_url),
+    )
 
     def get(db_id: str) -> DatabaseRef:
         assert db_id in MYSQL_SPIDER_DATABASES, f"{db_id} is not loaded into MySQL"
-        return resolve_database(database_url(mysql_admin_url, db_id))
+        return resolve_database(database_url(mysql_reader_url, db_id))
 
     return get
 

@@ -1,7 +1,10 @@
 """PostgreSQL for the tests: the server named by `MACSQL_PG_URL`, with Spider databases loaded.
 
-`scripts/ci_postgres.sh` starts such a server and writes the variable to `.ci/pg.env`. The rule
-for tests that need PostgreSQL:
+`scripts/ci_postgres.sh` starts such a server and writes the variables to `.ci/pg.env`:
+`MACSQL_PG_URL`, an admin role that loads and inspects databases, and `MACSQL_PG_READER_URL`,
+a role that may only read them. macsql refuses to run model SQL as a role that may write, so
+the databases tests query (`pg_spider`) are reached as the reader; a test that means to use a
+privileged role says so with `allow_privileged(url)`. The rule for tests that need PostgreSQL:
 
 - `MACSQL_PG_URL` set: use it (an unreachable server is a failure, not a skip);
 - unset and `CI=true`: fail loudly, since CI must test PostgreSQL for real;
@@ -20,19 +23,23 @@ from typing import NoReturn
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from macsql.database.connection import DatabaseRef, resolve_database
+from macsql.database.least_privilege import ALLOW_PRIVILEGED_PARAM
 from macsql.database.loaders.postgres import (
     DEFAULT_SPIDER_DATABASES,
     database_url,
+    ensure_reader_role,
     load_spider_databases,
     psycopg_url,
 )
 
 PG_ENV = "MACSQL_PG_URL"
+PG_READER_ENV = "MACSQL_PG_READER_URL"
 PG_SPIDER_DATABASES: tuple[str, ...] = DEFAULT_SPIDER_DATABASES
+DEFAULT_READER = "macsql_reader"
 
 
 def require_pg_url() -> str:
@@ -60,7 +67,17 @@ def skip_or_fail_in_ci(message: str) -> NoReturn:
 
 def writable_engine(url: str) -> Engine:
     """A writable engine for fixtures that inspect or prepare the server (never for model SQL)."""
-    return create_engine(psycopg_url(url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    plain = psycopg_url(url).difference_update_query([ALLOW_PRIVILEGED_PARAM])
+    return create_engine(plain, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+
+
+def allow_privileged(url: str) -> str:
+    """`url` with macsql's documented override: a role that may write is accepted."""
+    return make_url(url).update_query_dict({ALLOW_PRIVILEGED_PARAM: "1"}).render_as_string(False)
+
+
+def reader_name(reader_url: str) -> str:
+    return str(make_url(reader_url).username)
 
 
 @pytest.fixture(scope="session")
@@ -79,18 +96,35 @@ def pg_admin_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_spider(pg_admin_url: str, spider_dir: Path) -> Iterator[Callable[[str], DatabaseRef]]:
-    """`pg_spider(db_id)` -> the DatabaseRef of a Spider database loaded into PostgreSQL.
+def pg_reader_url(pg_admin_url: str) -> str:
+    """`MACSQL_PG_READER_URL`: a role that may only read what it is granted. A server set up
+    without one gets one now, as scripts/ci_postgres.sh makes it."""
+    url = os.environ.get(PG_READER_ENV, "").strip()
+    if url:
+        return url
+    ensure_reader_role(pg_admin_url, DEFAULT_READER, DEFAULT_READER)
+    reader = psycopg_url(pg_admin_url).set(username=DEFAULT_READER, password=DEFAULT_READER)
+    return reader.render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def pg_spider(
+    pg_admin_url: str, pg_reader_url: str, spider_dir: Path
+) -> Iterator[Callable[[str], DatabaseRef]]:
+    """`pg_spider(db_id)` -> the DatabaseRef of a Spider database loaded into PostgreSQL, as
+    the read-only role.
 
     The databases in `PG_SPIDER_DATABASES` are loaded once per session (a no-op when the CI
     script already loaded them from the same files), from the Spider data (`spider_dir`, which
-    skips or fails by the data rule in conftest.py).
+    skips or fails by the data rule in conftest.py), with SELECT granted to the reader.
     """
-    load_spider_databases(spider_dir, pg_admin_url, PG_SPIDER_DATABASES)
+    load_spider_databases(
+        spider_dir, pg_admin_url, PG_SPIDER_DATABASES, grant_select_to=reader_name(pg_reader_url)
+    )
 
     def get(db_id: str) -> DatabaseRef:
         assert db_id in PG_SPIDER_DATABASES, f"{db_id} is not loaded into PostgreSQL"
-        return resolve_database(database_url(pg_admin_url, db_id))
+        return resolve_database(database_url(pg_reader_url, db_id))
 
     yield get
 
@@ -100,9 +134,11 @@ def pg_checksum(ref: DatabaseRef) -> str:
 
     Every row of every table in every user schema (ordered), the column layout, table ACLs and
     owners, roles (with password hashes), databases and their settings, extensions, large
-    objects and sequences.
+    objects and sequences. Read as the admin role (`MACSQL_PG_URL`) when it is known.
     """
-    engine = writable_engine(ref.url)
+    admin = os.environ.get(PG_ENV, "").strip()
+    database = make_url(ref.url).database or "postgres"
+    engine = writable_engine(database_url(admin, database) if admin else ref.url)
     digest = hashlib.sha256()
     try:
         with engine.connect() as conn:

@@ -65,10 +65,11 @@ def test_ask_returns_a_typed_result_with_a_dataframe(server: ScriptedOpenAIServe
     result = macsql.ask("How many singers?", str(CONCERT), **_model(server))
     assert isinstance(result, Result) and result.ok
     assert result.sql == "SELECT count(*) FROM singer"
-    assert result.rows == [[6]] and result.columns == ["count(*)"]
+    # The column is named after the statement that ran, as the guard wrote it.
+    assert result.rows == [[6]] and result.columns == ["COUNT(*)"]
     assert result.usage["decomposer"]["calls"] == 1 and result.fallbacks == []
     frame = result.to_pandas()
-    assert list(frame.columns) == ["count(*)"] and frame.iloc[0, 0] == 6
+    assert list(frame.columns) == ["COUNT(*)"] and frame.iloc[0, 0] == 6
 
 
 def test_the_async_twin(server: ScriptedOpenAIServer) -> None:

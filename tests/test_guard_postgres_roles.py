@@ -6,7 +6,9 @@ role `guard_ro_<random>`. Each dangerous statement of issue 13 is then run twice
 `execute_sql`: with the guard (refused), and with the guard bypassed at the test level, to show
 what the engine layer alone does: a SELECT-only role is stopped by privileges except for
 crosstab, through which it still terminates another of its sessions; the superuser is stopped
-by nothing but the READ ONLY transaction, which does not stop index maintenance.
+by nothing but the READ ONLY transaction, which does not stop index maintenance. That is why
+macsql refuses, at connect, a role that may do more than read (issue 26): the superuser and the
+owner are reached here only through the documented override, `?macsql_allow_privileged=1`.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from unittest import mock
 
 import pytest
 from conftest import spider_db
-from pg_support import writable_engine
+from pg_support import allow_privileged, writable_engine
 from sqlalchemy import create_engine, text
 
 from macsql.database import execution, relation_inventory
-from macsql.database.connection import DatabaseRef, get_engine, resolve_database
+from macsql.database.connection import DatabaseRef, check_database, get_engine, resolve_database
+from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardKind, GuardVerdict
 from macsql.database.loaders.postgres import copy_sqlite_to_postgres, database_url, psycopg_url
@@ -47,17 +50,22 @@ class Server:
     reader: DatabaseRef
     owner: DatabaseRef
     reader_url: str
+    admin_refused: DatabaseRef
+    owner_refused: DatabaseRef
+    files_refused: DatabaseRef
 
 
 @pytest.fixture(scope="module")
 def server(pg_admin_url: str) -> Iterator[Server]:
     suffix = secrets.token_hex(4)
     name, reader, owner = f"guard_db_{suffix}", f"guard_ro_{suffix}", f"guard_own_{suffix}"
+    files = f"guard_files_{suffix}"
     password = secrets.token_hex(12)
     admin = writable_engine(pg_admin_url)
     with admin.connect() as conn:
-        for role in (reader, owner):
+        for role in (reader, owner, files):
             conn.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'"))
+        conn.execute(text(f"GRANT pg_read_server_files TO {files}"))
     copy_sqlite_to_postgres(spider_db("concert_singer"), pg_admin_url, name, grant_select_to=reader)
     url = database_url(pg_admin_url, name)
     db = writable_engine(url)
@@ -78,28 +86,36 @@ def server(pg_admin_url: str) -> Iterator[Server]:
                 "LANGUAGE sql AS $$ SELECT 'shadowed' $$"
             )
         )
-        conn.execute(text(f"GRANT CONNECT ON DATABASE {name} TO {owner}"))
-        conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {owner}"))
+        for role in (owner, files):
+            conn.execute(text(f"GRANT CONNECT ON DATABASE {name} TO {role}"))
+            conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {role}"))
+        conn.execute(text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {files}"))
         conn.execute(text(f"ALTER TABLE stadium OWNER TO {owner}"))
     db.dispose()
     reader_url = psycopg_url(url).set(username=reader, password=password).render_as_string(False)
     owner_url = psycopg_url(url).set(username=owner, password=password).render_as_string(False)
+    files_url = psycopg_url(url).set(username=files, password=password).render_as_string(False)
     refs = Server(
-        resolve_database(url),
+        resolve_database(allow_privileged(url)),
         resolve_database(reader_url),
-        resolve_database(owner_url),
+        resolve_database(allow_privileged(owner_url)),
         reader_url,
+        resolve_database(url),
+        resolve_database(owner_url),
+        resolve_database(files_url),
     )
     clear_inventories()
     try:
         yield refs
     finally:
-        for ref in (refs.admin, refs.reader, refs.owner):
+        for ref in (refs.admin, refs.reader, refs.owner, refs.admin_refused):
+            get_engine(ref).dispose()
+        for ref in (refs.owner_refused, refs.files_refused):
             get_engine(ref).dispose()
         clear_inventories()
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            for role in (reader, owner):
+            for role in (reader, owner, files):
                 conn.execute(text(f"DROP ROLE IF EXISTS {role}"))
         admin.dispose()
 
@@ -192,15 +208,36 @@ def test_crosstab_kills_a_session_of_the_select_only_role_unless_the_guard_refus
         engine.dispose()
 
 
-def test_privilege_warning_once_for_superuser_and_owner_never_for_select_only(
-    server: Server,
+@pytest.mark.parametrize(
+    ("role", "what"),
+    [
+        ("admin_refused", "is a SUPERUSER"),
+        ("owner_refused", "owns or may change 1 relation(s)"),
+        ("files_refused", "is a member of pg_read_server_files"),
+    ],
+)
+def test_a_role_that_may_do_more_than_read_is_refused_at_connect(
+    server: Server, role: str, what: str
 ) -> None:
+    ref = getattr(server, role)
+    result = execute_sql(ref, "SELECT count(*) FROM singer")
+    assert result.outcome == Outcome.DATABASE_ERROR, result
+    assert result.error and what in result.error and "macsql_allow_privileged=1" in result.error
+    with pytest.raises(DatabaseUnavailableError, match="refusing to run model-written SQL"):
+        check_database(ref)
+    assert get_engine(ref).pool.checkedout() == 0
+
+
+def test_privilege_warning_once_when_allowed_never_for_select_only(server: Server) -> None:
     clear_inventories()
+    assert execute_sql(server.admin, "SELECT count(*) FROM singer").rows == [(6,)]
     first = take_privilege_warning(server.admin)
-    assert first and "superuser" in first and "--grant-select-to ROLE" in first
+    assert first and "SUPERUSER" in first and "--grant-select-to ROLE" in first
     assert take_privilege_warning(server.admin) is None  # once
+    assert execute_sql(server.owner, "SELECT count(*) FROM stadium").outcome == Outcome.OK
     owner = take_privilege_warning(server.owner)
-    assert owner and "owns 1 of its tables" in owner
+    assert owner and "owns or may change 1 relation(s)" in owner
+    assert execute_sql(server.reader, "SELECT count(*) FROM singer").rows == [(6,)]
     assert take_privilege_warning(server.reader) is None
     assert take_privilege_warning(resolve_database(str(spider_db("concert_singer")))) is None
 

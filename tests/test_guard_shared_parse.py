@@ -1,6 +1,7 @@
 """A query is checked twice per eval item: with no policy as its reply is read, with its
-database's as it runs. The two checks share one parse, and still reach each policy's own
-verdict (the cached tree is only read)."""
+database's as it runs. The two checks share one parse of the model's text, and still reach each
+policy's own verdict (the cached tree is only read). The text written back from it, which is
+what runs, is parsed afresh by each check that allows the query (its writer may rearrange it)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def test_checks_under_different_policies_parse_once(parses: list[str]) -> None:
     other = make_policy(_tables("concert"))
     verdict = check_statement(sql, "sqlite", other)
     assert not verdict.allowed and verdict.kind == GuardKind.UNKNOWN_RELATION
-    assert parses == [sql]
+    written = check_statement(sql, "sqlite").sql
+    assert parses == [sql, written, written]  # the third check refused: nothing written
 
 
 def test_a_function_refused_by_one_policy_and_allowed_by_another(parses: list[str]) -> None:
@@ -47,4 +49,4 @@ def test_a_function_refused_by_one_policy_and_allowed_by_another(parses: list[st
     allowed = make_policy(None, ["my_udf_shared_parse"])
     assert check_statement(sql, "sqlite", allowed).allowed
     assert check_statement(sql, "sqlite").kind == GuardKind.FORBIDDEN_FUNCTION
-    assert parses == [sql]
+    assert parses == [sql, check_statement(sql, "sqlite", allowed).sql]

@@ -6,8 +6,9 @@ a writable temporary copy of the SQLite file, and the copy loaded into PostgreSQ
 the whole database (SQLite: the file's bytes; PostgreSQL: every row of every table, plus roles,
 privileges, settings and extensions) is taken before and after each statement.
 
-`tests/data/bombs_sqlite.sql` and `tests/data/bombs_postgres.sql` hold expensive functions and
-size bombs: each must end within its timeout + 0.5 s and under a stated peak RSS.
+`tests/data/bombs_*.sql` (SQLite, PostgreSQL, DuckDB, MySQL/MariaDB) hold expensive functions
+and size bombs: each must end within its timeout + 0.5 s, the whole corpus under a stated peak
+RSS.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 from conftest import concert_db
-from pg_support import pg_checksum, writable_engine
+from pg_support import pg_checksum, reader_name, writable_engine
 from sqlalchemy import text
 from timing import generous
 
@@ -231,7 +232,9 @@ HOSTILE_VALUES = [
 OBEDIENT_REPLIES = [
     "Sure.\n```sql\nDROP TABLE singer;\n```\nQuestion Solved.",
     "```sql\nDELETE FROM singer\n```",
-    "```sql\nSELECT 1; DROP TABLE singer\n```",
+    # (A fence holding "SELECT 1; DROP TABLE singer" now runs only its SELECT: the reply reader
+    # passes DDL over, see tests/test_sql_finder.py.)
+    "```sql\nINSERT INTO singer (Name) VALUES ('obeyed')\n```",
 ]
 
 
@@ -301,13 +304,14 @@ def test_hostile_value_cannot_close_the_schema_block(scripted: Any, tmp_path: Pa
 
 @pytest.mark.postgres
 def test_hostile_value_in_postgres_reaches_prompt_as_data_and_writes_nothing(
-    scripted: Any, tmp_path: Path, pg_admin_url: str
+    scripted: Any, tmp_path: Path, pg_admin_url: str, pg_reader_url: str
 ) -> None:
     path = tmp_path / "hostile_value.sqlite"
     make_hostile_sqlite(path)
     name = "macsql_test_hostile_value"
-    copy_sqlite_to_postgres(path, pg_admin_url, name, replace=True)
-    url = database_url(pg_admin_url, name)
+    grant = reader_name(pg_reader_url)
+    copy_sqlite_to_postgres(path, pg_admin_url, name, replace=True, grant_select_to=grant)
+    url = database_url(pg_reader_url, name)
     ref = resolve_database(url)
     try:
         before = pg_checksum(ref)
@@ -336,6 +340,9 @@ BOMB_ENDINGS = {
     "timeout": {"timeout"},
     "result_too_large": {"result_too_large"},
     "bounded": {"timeout", "result_too_large"},
+    # the engine declines to build the values (SQLite's printf() gives NULL past its limit),
+    # or stops at the deadline: the row is never built whole (the peak RSS bound checks that)
+    "nothing_built": {"ok", "result_too_large", "timeout"},
 }
 
 _BOMB_RUN = """
@@ -386,7 +393,9 @@ def run_bombs(db: str, corpus: Path) -> dict[str, Any]:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = [line for line in done.stdout.splitlines() if line.startswith('{"entries"')]
+    assert lines, done.stdout[-2000:]
+    report: dict[str, Any] = json.loads(lines[-1])
     return report
 
 
@@ -421,9 +430,13 @@ def assert_bombs_bounded(report: dict[str, Any], corpus: list[HostileEntry]) -> 
     assert report["peak_rss_mb"] < BOMB_RSS_BOUND_MB, report["peak_rss_mb"]
 
 
+DUCKDB_BOMBS = load_corpus(DATA / "bombs_duckdb.sql")
+MYSQL_BOMBS = load_corpus(DATA / "bombs_mysql.sql")
+
+
 def test_bomb_corpora_have_both_classes() -> None:
-    for corpus in (SQLITE_BOMBS, POSTGRES_BOMBS):
-        assert len(corpus) >= 12
+    for corpus in (SQLITE_BOMBS, POSTGRES_BOMBS, DUCKDB_BOMBS, MYSQL_BOMBS):
+        assert len(corpus) >= 5
         kinds = {e.kind for e in corpus}
         assert kinds <= set(BOMB_ENDINGS) and "timeout" in kinds
         assert kinds & {"result_too_large", "bounded"}
@@ -448,3 +461,29 @@ def test_postgres_bombs_end_in_time_within_the_budget(
     assert_bombs_bounded(report, POSTGRES_BOMBS)
     assert pg_rows_digest(ref) == before
     assert execute_sql(ref, "SELECT count(*) FROM singer").rows == [(6,)]
+
+
+@pytest.mark.slow
+def test_duckdb_bombs_end_in_time_within_the_budget(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from macsql.cli.main import main
+
+    assert main(["load", "--to", f"duckdb:///{tmp_path}", "--sqlite", str(concert_db())]) == 0
+    path = tmp_path / "concert_singer.duckdb"
+    before = file_digest(path)
+    report = run_bombs(f"duckdb:///{path}", DATA / "bombs_duckdb.sql")
+    assert_bombs_bounded(report, DUCKDB_BOMBS)
+    assert file_digest(path) == before
+
+
+@pytest.mark.slow
+def test_mysql_bombs_end_in_time_within_the_budget(
+    mysql_spider: Callable[[str], DatabaseRef], mysql_admin_url: str
+) -> None:
+    from mysql_support import mysql_checksum
+
+    ref = mysql_spider("concert_singer")
+    before = mysql_checksum(mysql_admin_url)
+    report = run_bombs(ref.url, DATA / "bombs_mysql.sql")
+    assert_bombs_bounded(report, MYSQL_BOMBS)
+    assert mysql_checksum(mysql_admin_url) == before

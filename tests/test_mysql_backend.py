@@ -26,7 +26,7 @@ from conftest import (
     spider_db,
     spider_eval_args,
 )
-from mysql_support import admin_connection, database_url, mysql_checksum
+from mysql_support import admin_connection, allow_privileged, database_url, mysql_checksum
 from test_hostile_corpus import HostileEntry, assert_refused, entry_id, load_corpus
 from timing import generous
 
@@ -39,12 +39,12 @@ from macsql.database.schema import build_schema
 pytest.importorskip("pymysql", reason='MySQL tests need pip install "macsql[mysql]"')
 
 MYSQL_CORPUS = load_corpus(Path(__file__).parent / "data" / "hostile_mysql.sql")
-# A runaway query: a triple cross join of the server's column catalogue (billions of rows).
-RUNAWAY = (
-    "SELECT count(*) FROM information_schema.columns a, information_schema.columns b, "
-    "information_schema.columns c"
-)
-HUGE = "SELECT a.table_name FROM information_schema.columns a, information_schema.columns b"
+# A runaway query: a triple cross join of 1,000 generated rows (a billion rows; the server caps
+# recursion at 1,000 levels, and the information views a query may read now list the
+# database's own columns only).
+_THOUSAND = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) "
+RUNAWAY = _THOUSAND + "SELECT count(*) FROM c a, c b, c d"
+HUGE = _THOUSAND + "SELECT a.x FROM c a, c b"
 
 
 # --- the guard ---------------------------------------------------------------------------------
@@ -94,9 +94,11 @@ def test_whole_corpus_is_refused_and_the_server_is_unchanged(
 
 
 def test_session_is_read_only_without_the_guard(
-    mysql_spider: Callable[[str], DatabaseRef],
+    mysql_spider: Callable[[str], DatabaseRef], mysql_admin_url: str
 ) -> None:
-    ref = mysql_spider("concert_singer")
+    mysql_spider("concert_singer")
+    # A user that may write, accepted on purpose: the session's READ ONLY alone must stop it.
+    ref = resolve_database(allow_privileged(database_url(mysql_admin_url, "concert_singer")))
     with get_engine(ref).connect() as conn:
         raw = conn.connection.driver_connection
         with raw.cursor() as cur:
@@ -126,7 +128,7 @@ def test_runaway_query_is_stopped_within_timeout(
         with conn.cursor() as cur:
             cur.execute(
                 "SELECT count(*) FROM information_schema.processlist "
-                "WHERE info LIKE 'SELECT count(*) FROM information_schema.columns a%'"
+                "WHERE info LIKE 'WITH RECURSIVE c(x)%' AND command <> 'Sleep'"
             )
             assert cur.fetchone() == (0,)  # the server is not still running it
     finally:
@@ -140,7 +142,7 @@ def test_runaway_fetch_is_stopped_within_timeout(
     ref = mysql_spider("concert_singer")
     execute_sql(ref, "SELECT 1")
     started = time.monotonic()
-    result = execute_sql(ref, HUGE + ", information_schema.columns c", timeout=1.0, max_rows=None)
+    result = execute_sql(ref, HUGE + ", c d", timeout=1.0, max_rows=None)
     assert result.outcome == Outcome.TIMEOUT, result.error
     assert time.monotonic() - started < generous(1.5)
     assert execute_sql(ref, "SELECT count(*) FROM singer").rows == [(6,)]
@@ -235,11 +237,11 @@ def test_ask_on_mysql(
 
 
 def test_eval_gold_on_mysql(
-    mysql_spider: Callable[[str], DatabaseRef], mysql_admin_url: str, tmp_path: Path
+    mysql_spider: Callable[[str], DatabaseRef], mysql_reader_url: str, tmp_path: Path
 ) -> None:
     mysql_spider("concert_singer")
     out = tmp_path / "mysql-gold"
-    url = database_url(mysql_admin_url, "{db_id}")
+    url = database_url(mysql_reader_url, "{db_id}")
     code = main(spider_eval_args(out, "--gold", "--db-url", url, "--limit", "179"))
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -250,10 +252,10 @@ def test_eval_gold_on_mysql(
 
 
 def test_mariadb_urls_use_the_same_guarded_path(
-    mysql_spider: Callable[[str], DatabaseRef], mysql_admin_url: str
+    mysql_spider: Callable[[str], DatabaseRef], mysql_reader_url: str
 ) -> None:
     mysql_spider("concert_singer")
-    url = database_url(mysql_admin_url, "concert_singer").replace("mysql://", "mariadb://", 1)
+    url = database_url(mysql_reader_url, "concert_singer").replace("mysql://", "mariadb://", 1)
     ref = resolve_database(url)
     assert ref.url.startswith("mariadb+pymysql://") and ref.dialect == "mysql"
     assert execute_sql(ref, "SELECT count(*) FROM singer").rows == [(6,)]

@@ -61,6 +61,7 @@ with open_persistence(url) as kept:
     context = Context(
         model="openai:scripted", base_url=base_url, api_key="test-key", dataset_style="spider",
         num_paraphrases=1, max_repair_attempts=1, record_repairs=True,
+        repair_memory_scope="database",  # shared on purpose: another thread, another process
     )
     out = graph.invoke(
         {"question": "Who holds an account?", "db": db},

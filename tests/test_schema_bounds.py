@@ -147,7 +147,7 @@ def test_ask_on_a_broken_view_database_still_answers(scripted: Any, tmp_path: Pa
 
 @pytest.mark.postgres
 def test_postgres_sampling_skips_long_values_of_every_type(pg_admin_url: str) -> None:
-    from pg_support import writable_engine
+    from pg_support import allow_privileged, writable_engine
     from sqlalchemy import text
 
     from macsql.database.loaders.postgres import database_url
@@ -157,7 +157,7 @@ def test_postgres_sampling_skips_long_values_of_every_type(pg_admin_url: str) ->
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = database_url(pg_admin_url, name)
+    url = allow_privileged(database_url(pg_admin_url, name))  # a scratch database of its own
     setup = writable_engine(url)
     try:
         with setup.connect() as conn:

@@ -353,7 +353,7 @@ def test_repair_memory_file_seeds_and_passing_repairs_are_recorded(db: str, tmp_
         record_repairs=True,
     )
     assert PAST_REPAIRS[1]["fixed_sql"] in script.prompts["refiner"][0]
-    recorded = [r for r in all_repairs(store) if r["question"] == QUESTION]
+    recorded = [r for r in all_repairs(store, [REPAIR_NAMESPACE]) if r["question"] == QUESTION]
     assert recorded and recorded[0]["wrong_sql"] == WRONG_SQL
     assert recorded[0]["fixed_sql"] == GOOD_SQL and recorded[0]["error"] == "no ordering"
 

@@ -62,6 +62,34 @@ def _grantee(user: str) -> str:
     return f"'{name.replace(chr(39), '')}'@'{(host or '%').replace(chr(39), '')}'"
 
 
+def ensure_reader_user(url: str, user: str, password: str | None = None) -> bool:
+    """Create `user` (`name@host`, host `%` by default) with no privilege, for the loader's
+    SELECT grants, when it does not exist; True when it was created."""
+    import pymysql
+
+    name, _, host = user.partition("@")
+    engine = _admin_engine(url)
+    try:
+        with engine.connect() as conn:
+            raw: Any = conn.connection.driver_connection
+            raw.autocommit(True)
+            with raw.cursor() as cur:
+                cur.execute(
+                    "SELECT 1 FROM mysql.user WHERE user = %s AND host = %s", (name, host or "%")
+                )
+                if cur.fetchone() is not None:
+                    return False
+                if password is None:
+                    cur.execute(f"CREATE USER {_grantee(user)}")
+                else:
+                    cur.execute(f"CREATE USER {_grantee(user)} IDENTIFIED BY %s", (password,))
+                return True
+    except pymysql.MySQLError as exc:
+        raise LoaderError(f"creating the user {user} failed: {exc}") from exc
+    finally:
+        engine.dispose()
+
+
 def _admin_engine(url: str) -> Engine:
     """A writable engine for loading (never for model SQL): no database selected."""
     return create_engine(make_url(normalise_url(url)).set(database=None), poolclass=NullPool)
@@ -172,6 +200,10 @@ def copy_sqlite_to_mysql(
                 )
                 exists = cur.fetchone() is not None
                 if exists and found and found[0] == marker and not replace:
+                    if grant_select_to:  # the grant of a reload, for a user named only now
+                        cur.execute(
+                            f"GRANT SELECT ON {quote_mysql(name)}.* TO {_grantee(grant_select_to)}"
+                        )
                     report.skipped = True
                     return report
                 if exists and not found and not replace:

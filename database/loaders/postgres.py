@@ -582,6 +582,8 @@ def copy_sqlite_to_postgres(
     try:
         exists, comment = _database_marker(admin, name)
         if exists and comment == marker and not replace:
+            if grant_select_to:  # the grants of a reload, for a role named only now
+                _grant_select(admin_url.set(database=name), name, grant_select_to)
             report.skipped = True
             report.seconds = time.perf_counter() - started
             return report
@@ -611,13 +613,10 @@ def copy_sqlite_to_postgres(
                 _add_keys(pg, plans, report)
                 with pg.cursor() as cur:
                     cur.execute("ANALYZE")
-                    if grant_select_to:
-                        role = quote_ident(grant_select_to)
-                        cur.execute(f"GRANT CONNECT ON DATABASE {quote_ident(name)} TO {role}")
-                        cur.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
-                        cur.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
         finally:
             target.dispose()
+        if grant_select_to:
+            _grant_select(admin_url.set(database=name), name, grant_select_to)
         _set_marker(admin, name, marker)
     except DBAPIError as exc:
         raise LoaderError(f"loading {path.name} into {name!r} failed: {exc.orig}") from exc
@@ -625,6 +624,50 @@ def copy_sqlite_to_postgres(
         admin.dispose()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def ensure_reader_role(pg_url: str | URL, role: str, password: str | None = None) -> bool:
+    """Create `role` as a login role with no other attribute (macsql's least privilege: it
+    gets SELECT grants from the loader and nothing else) when it does not exist; True when it
+    was created. An existing role is left as it is."""
+    admin_url = psycopg_url(pg_url)
+    admin = _writable_engine(admin_url.set(database=admin_url.database or "postgres"))
+    try:
+        with admin.connect() as conn:
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": role}
+            ).first()
+            if exists:
+                return False
+            pg = conn.connection.driver_connection
+            assert pg is not None
+            with pg.cursor() as cur:
+                cur.execute(
+                    "SELECT format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                    "NOREPLICATION NOBYPASSRLS' || CASE WHEN %s::text IS NULL THEN '' "
+                    "ELSE format(' PASSWORD %L', %s::text) END, %s::text)",
+                    (password, password, role),
+                )
+                statement = cur.fetchone()
+                assert statement is not None
+                cur.execute(statement[0])
+            return True
+    finally:
+        admin.dispose()
+
+
+def _grant_select(url: URL, name: str, role: str) -> None:
+    """The read-only role's grants (see docs/safety.md): CONNECT on the database, USAGE on
+    `public`, SELECT on its tables; nothing that writes. Idempotent."""
+    engine = _writable_engine(url)
+    try:
+        with engine.connect() as conn:
+            quoted = quote_ident(role)
+            conn.exec_driver_sql(f"GRANT CONNECT ON DATABASE {quote_ident(name)} TO {quoted}")
+            conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {quoted}")
+            conn.exec_driver_sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {quoted}")
+    finally:
+        engine.dispose()
 
 
 def spider_sqlite_path(spider_dir: str | Path, db_id: str) -> Path:
@@ -704,7 +747,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="also load this SQLite file (database named after the file); repeatable",
     )
     parser.add_argument("--replace", action="store_true", help="drop and reload existing ones")
-    parser.add_argument("--grant-select-to", metavar="ROLE", help="role given read access")
+    parser.add_argument(
+        "--grant-select-to",
+        metavar="ROLE",
+        help="role given read access (CONNECT, USAGE, SELECT), created as a login role with no "
+        "other privilege when it does not exist: the role macsql should connect as",
+    )
+    parser.add_argument(
+        "--reader-password",
+        default=os.environ.get("MACSQL_READER_PASSWORD"),
+        help="password of a --grant-select-to role this command creates "
+        "(default: $MACSQL_READER_PASSWORD)",
+    )
     parser.add_argument(
         "--keep-numeric-text",
         action="store_true",
@@ -757,6 +811,10 @@ def _main_load(args: argparse.Namespace) -> int:
         print("error: no --to, no --admin-url and MACSQL_PG_URL is not set", file=sys.stderr)
         return 2
     try:
+        if args.grant_select_to and ensure_reader_role(
+            args.admin_url, args.grant_select_to, args.reader_password
+        ):
+            print(f"created the read-only role {args.grant_select_to}")
         reports = load_spider_databases(
             args.spider_dir,
             args.admin_url,
@@ -775,7 +833,7 @@ def _main_load(args: argparse.Namespace) -> int:
             )
             for path in args.sqlite
         ]
-    except LoaderError as exc:
+    except (LoaderError, DBAPIError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     _print_reports(reports, args.verbose)
@@ -817,8 +875,12 @@ def _main_other(args: argparse.Namespace, db_ids: list[str], backend: str) -> in
                 numeric_text=not args.keep_numeric_text,
             )
         else:
-            from macsql.database.loaders.mysql import load_into_mysql
+            from macsql.database.loaders.mysql import ensure_reader_user, load_into_mysql
 
+            if args.grant_select_to and ensure_reader_user(
+                args.to, args.grant_select_to, args.reader_password
+            ):
+                print(f"created the read-only user {args.grant_select_to}")
             reports = load_into_mysql(
                 args.spider_dir,
                 args.to,

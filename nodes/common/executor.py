@@ -16,6 +16,7 @@ from macsql.core.events import emit
 from macsql.core.state import ExecutionRecord, PipelineState
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.execution import Outcome, execute_sql
+from macsql.database.statement_limits import statement_limits
 from macsql.llm.traces import record_execution
 
 # Lower is better when choosing which executed SQL to return.
@@ -69,6 +70,7 @@ def _execute_and_analyse(db: str, sql: str, context: BaseContext) -> ExecutionRe
         max_bytes=context.max_result_bytes,
         allowed_functions=context.allowed_functions,
         allowed_relations=context.allowed_relations,
+        limits=statement_limits(context),
     )
     result.outcome = analyse(result.outcome, result.rows, context.dataset_style)
     record = result.to_state(max_cell_chars=context.max_cell_chars)

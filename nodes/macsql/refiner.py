@@ -11,7 +11,7 @@ from macsql.core.state import MacSqlState
 from macsql.nodes.common.approval import awaiting_approval
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
-from macsql.prompts.quoting import shown_message
+from macsql.prompts.results import prompt_error
 from macsql.replies.agents import write_sql
 
 
@@ -26,7 +26,7 @@ def refiner_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlS
         sql=failed.get("sql") or "(no SQL was written)",
         outcome=failed.get("outcome", "unknown"),
         error_class=failed.get("error_class") or "none",
-        error=shown_message(failed.get("error")),
+        error=prompt_error(failed, cells=context.send_rows_to_model),
     )
     written = write_sql(
         runtime, context, Agent.REFINER, prompt, dialect=state.get("dialect", "sqlite")

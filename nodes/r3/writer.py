@@ -23,8 +23,7 @@ from macsql.nodes.common.approval import awaiting_approval
 from macsql.nodes.common.executor import final_fields
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
-from macsql.prompts.quoting import shown_message
-from macsql.prompts.results import ran, render_result
+from macsql.prompts.results import prompt_error, ran, render_result
 from macsql.replies.agents import WrittenSql, write_sql
 
 AGENT = Agent.WRITER
@@ -165,13 +164,14 @@ def writer_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
 
 def writer_debug_node(state: R3State, runtime: Runtime[R3Context]) -> R3State:
     """H ← H + e; y' = LLM(H); H ← H + y'."""
+    context = context_of(runtime, R3Context)
     failed = state.get("last_execution") or {}
     turn = state.get("debug_turns", 0) + 1
     error = render_prompt(
         "r3_writer_debug",
         outcome=failed.get("outcome", "unknown"),
         error_class=failed.get("error_class") or "none",
-        error=shown_message(failed.get("error")),
+        error=prompt_error(failed, cells=context.send_rows_to_model),
     )
     history: list[Message] = [*(state.get("history") or []), {"role": "user", "content": error}]
     update, written = _ask(state, runtime, history, f"debug {turn}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from macsql.core.context import Agent, SqlFixContext, context_of
@@ -18,14 +19,17 @@ from macsql.core.failures import model_failure
 from macsql.core.state import Candidate, ExecutionRecord, RepairFailure, SqlFixState
 from macsql.database.execution import Outcome
 from macsql.memory.repairs import (
+    SHARED_NAMESPACE,
     ensure_seeded,
     record_repair,
+    recorded_namespace,
     retrieve_similar_repairs,
     store_of,
 )
 from macsql.nodes.common.approval import awaiting_approval
 from macsql.nodes.common.executor import final_fields
 from macsql.prompts import render_prompt
+from macsql.prompts.error_privacy import scrub_values
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.results import ran, render_result
 from macsql.replies.agents import WrittenSql, field_text, write_sql
@@ -96,6 +100,25 @@ def parse_choice(written: WrittenSql, candidates: list[Candidate]) -> tuple[str 
     return written.sql, 0, explanation
 
 
+def repair_namespace(state: SqlFixState, context: SqlFixContext) -> tuple[str, ...] | None:
+    """This run's own namespace of recorded repairs (user, database, thread; see
+    `sqlfix_memory.recorded_namespace`)."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a graph run
+        configurable = {}
+    user = (
+        context.user_id or configurable.get("user_id") or configurable.get("langgraph_auth_user_id")
+    )
+    thread = configurable.get("thread_id")
+    return recorded_namespace(
+        context.repair_memory_scope,
+        str(user) if user else None,
+        state.get("db") or "",
+        str(thread) if thread else None,
+    )
+
+
 def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
     context = context_of(runtime, SqlFixContext)
     attempt = state.get("repair_attempts", 0) + 1
@@ -105,11 +128,13 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
         store = store_of(runtime)
         try:
             ensure_seeded(store, context.repair_memory_file)
+            own = repair_namespace(state, context)
             repairs = retrieve_similar_repairs(
                 store,
                 state.get("question") or "",
                 context.num_similar_repairs,
                 evidence=state.get("evidence") or "",
+                namespaces=(SHARED_NAMESPACE, own) if own else (SHARED_NAMESPACE,),
             )
         except Exception as exc:  # an unreadable memory file or a store error
             emit(runtime, AGENT, "memory_error", error=f"{type(exc).__name__}: {exc}")
@@ -162,14 +187,18 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
     return awaiting_approval(update, context)
 
 
-def repair_check(record: ExecutionRecord) -> str | None:
-    """None when the repair passes (it executed, analysed ok, and returned rows), else why not."""
+def repair_check(record: ExecutionRecord, *, cells: bool = True) -> str | None:
+    """None when the repair passes (it executed, analysed ok, and returned rows), else why not
+    (the database's message without the values it quotes when `cells` is off)."""
     outcome = record.get("outcome")
     if outcome == Outcome.OK and record.get("row_count", len(record.get("rows") or [])) > 0:
         return None
     if outcome == Outcome.OK:
         return "the query ran but returned no rows"
-    return f"{outcome}: {record.get('error') or 'no message'}"
+    error = record.get("error")
+    if not cells:
+        error = scrub_values(error, record.get("sql") or "", record.get("error_class"))
+    return f"{outcome}: {error or 'no message'}"
 
 
 def check_repair_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
@@ -177,7 +206,7 @@ def check_repair_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
     context = context_of(runtime, SqlFixContext)
     record = state.get("last_execution") or {}
     attempt = state.get("repair_attempts", 0)
-    feedback = repair_check(record)
+    feedback = repair_check(record, cells=context.send_rows_to_model)
     if feedback is None:
         emit(runtime, AGENT, "passed", attempt=attempt, sql=record.get("sql"))
         if context.record_repairs and state.get("original_sql"):
@@ -191,6 +220,7 @@ def check_repair_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
                     "fixed_sql": record["sql"],
                     "error": (state.get("review") or {}).get("reason", ""),
                 },
+                repair_namespace(state, context),
             )
         return {"repaired": True, **final_fields([record])}
     failure: RepairFailure = {

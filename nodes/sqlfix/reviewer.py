@@ -19,8 +19,7 @@ from macsql.core.state import Fallback, Review, SqlFixState
 from macsql.llm.agent_calls import call_agent
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
-from macsql.prompts.quoting import shown_message
-from macsql.prompts.results import ran, render_result
+from macsql.prompts.results import prompt_error, ran, render_result
 from macsql.replies.agents import field_text, reply_fallbacks, unreadable
 from macsql.replies.reader import extract_json_object
 from macsql.replies.schemas import ReviewAnswer
@@ -65,7 +64,7 @@ def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sq
             "verdict": "error",
             "source": "execution",
             "reason": f"the query did not execute ({record.get('outcome', 'not run')}): "
-            f"{shown_message(record.get('error'))}",
+            f"{prompt_error(record, cells=context.send_rows_to_model)}",
         }
         emit(runtime, AGENT, "done", **review)
         return {"review": review, "original_sql": sql}

@@ -273,3 +273,13 @@ SELECT 'abc FROM singer
 SELEKT * FROM singer
 -- @@ syntax | only a comment then a word
 /* hello */ pwn
+-- @@ unstoppable | damerau_levenshtein of two grown strings (issue 26)
+SELECT damerau_levenshtein(repeat('ab', 15000), repeat('ba', 15000))
+-- @@ unstoppable | levenshtein of two columns (issue 26)
+SELECT levenshtein(a.name, b.name) FROM singer a, singer b
+-- @@ unstoppable | a list of 100 million integers from one call (issue 26)
+SELECT range(100000000)
+-- @@ unstoppable | a billion-character string (issue 26)
+SELECT repeat('x', 1000000000)
+-- @@ forbidden_function | the server's settings (issue 26)
+SELECT current_setting('memory_limit')

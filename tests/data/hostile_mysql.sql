@@ -221,3 +221,20 @@ SELECT 1; LOAD DATA INFILE '/etc/passwd' INTO TABLE singer
 SELECT 'abc FROM singer
 -- @@ syntax | gibberish
 SELEKT * FROM singer
+-- @@ forbidden_function | LOAD_FILE after -- and a no-break space, then in a UNION (issue 26)
+SELECT 1 -- .v, LOAD_FILE('/etc/passwd') AS b FROM (SELECT 1 AS v) AS ` `
+UNION SELECT LOAD_FILE('/etc/passwd'), 2
+-- @@ session | the data directory (issue 26)
+SELECT @@datadir
+-- @@ session | the host name and the file directory (issue 26)
+SELECT @@GLOBAL.hostname, @@secure_file_priv
+-- @@ session | a user variable assigned (issue 26)
+SELECT @a := name FROM singer
+-- @@ unstoppable | a backtracking regular expression on a grown string (issue 26)
+SELECT REGEXP_REPLACE(REPEAT('ab', 8000000), '(a|ab)(c|bcd)*(d*)', 'x')
+-- @@ unstoppable | an exponential pattern (issue 26)
+SELECT name FROM singer WHERE name REGEXP '(a|a)*b'
+-- @@ unstoppable | a pattern from the data (issue 26)
+SELECT name FROM singer WHERE name REGEXP country
+-- @@ forbidden_relation | the mysql schema's password hashes (issue 26)
+SELECT * FROM mysql.global_priv

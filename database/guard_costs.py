@@ -1,0 +1,456 @@
+"""Work a backend cannot interrupt, refused before it starts.
+
+A deadline stops a query only where the engine checks for interruption. Inside one function call
+many do not: SQLite's `printf('%.*c', 60000000, 'x')` took 1.5 s in one step that `interrupt()`
+cannot cut (whatever its length limit), DuckDB's `repeat('x', 1e9)` ran 36 s and took 3.9 GB of
+this process, a KILLed MariaDB `REGEXP_REPLACE` was still running two minutes later. The caller
+returns at its deadline; the work would not. So the guard refuses, in every dialect, the classes
+such calls belong to:
+
+1. **Values built to a size the query names** (`repeat`, `lpad`/`rpad`, `space`, the widths and
+   precisions of `printf`/`format`, `array_fill`, DuckDB's list-building `range`): every size
+   argument is a constant, and what such calls build from constants, counting each byte of data
+   as one (a chain of them multiplies, calls side by side add up: a row's values are built in
+   one step), fits `StatementLimits.max_built_bytes`. A `printf`/`format` pattern is a
+   constant, so that its widths can be read.
+2. **Edit distances**, whose work (and for `damerau_levenshtein` memory) grows with the product of
+   their arguments' lengths: one argument is a constant of at most `max_pattern_chars`
+   characters, so the work is linear in the other.
+3. **Regular expressions in engines that backtrack without checking for interruption** (MySQL's
+   ICU, MariaDB's PCRE): the pattern is a constant with no quantified group and no
+   back-reference (the exponential class: `(a|ab)*c`), and the subject is a column or a
+   constant, not a string the query grows (the polynomial class: `a*[bc]` on a 16 MB `REPEAT`).
+
+Everywhere a constant LIKE, SIMILAR TO or regular-expression pattern is at most
+`max_pattern_chars` characters long.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from sqlglot import exp
+
+from macsql.database.guard_limits import StatementLimits
+
+_REGEX_NODES: tuple[type[exp.Expression], ...] = tuple(
+    node_type
+    for name in (
+        "RegexpLike",
+        "RegexpILike",
+        "RegexpReplace",
+        "RegexpInstr",
+        "RegexpSubstr",
+        "RegexpExtract",
+        "RegexpExtractAll",
+        "RegexpCount",
+        "RegexpSplit",
+        "RegexpFullMatch",
+        "SimilarTo",
+    )
+    if (node_type := getattr(exp, name, None)) is not None
+)
+_LIKE_NODES: tuple[type[exp.Expression], ...] = tuple(
+    node_type
+    for name in ("Like", "ILike", "Glob", "LikeAny", "ILikeAny")
+    if (node_type := getattr(exp, name, None)) is not None
+)
+_EDIT_DISTANCES = frozenset(
+    {
+        "levenshtein",
+        "damerau_levenshtein",
+        "levenshtein_less_equal",
+        "jaro_similarity",
+        "jaro_winkler_similarity",
+        "editdist3",
+    }
+)
+_FORMATTERS = frozenset({"printf", "format"})
+# Engines whose regular expressions backtrack and are not interrupted by a kill or a timeout.
+_UNINTERRUPTIBLE_REGEX = frozenset({"mysql"})
+# Wrappers that keep a value the size of the data they wrap.
+_DATA_SIZED = (exp.Lower, exp.Upper, exp.Trim, exp.Cast, exp.TryCast, exp.Paren)
+_MAX_DEPTH = 64
+
+
+class CostCheck:
+    """The module's rules, applied node by node as the guard's one walk meets them."""
+
+    __slots__ = ("built", "dialect", "limits", "sizes")
+
+    def __init__(self, dialect: str, limits: StatementLimits) -> None:
+        self.dialect = dialect
+        self.limits = limits
+        self.sizes: dict[int, int] = {}
+        self.built = 0
+
+    def see(self, node: object) -> str | None:
+        """Why `node` asks a backend for work it cannot interrupt, or None."""
+        if not isinstance(node, exp.Expression):
+            return None
+        problem = _node_problem(node, self.dialect, self.limits, self.sizes)
+        if problem is not None:
+            return problem
+        if _is_builder(node, self.dialect) and not _inside_a_builder(node, self.dialect):
+            self.built += self.sizes.get(id(node), 0)
+            if self.built > self.limits.max_built_bytes:
+                return (
+                    f"the query asks its functions to build {self.built:,} bytes from "
+                    f"constants, over the {self.limits.max_built_bytes:,}-byte limit; such "
+                    "calls cannot be interrupted"
+                )
+        return None
+
+
+def cost_problem(root: exp.Expression, dialect: str, limits: StatementLimits) -> str | None:
+    """Why `root` asks a backend for work it cannot interrupt (see the module), or None."""
+    check = CostCheck(dialect, limits)
+    for node in root.walk():
+        problem = check.see(node)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _inside_a_builder(node: exp.Expression, dialect: str) -> bool:
+    parent, depth = node.parent, 0
+    while parent is not None and depth < _MAX_DEPTH:
+        if _is_builder(parent, dialect):
+            return True
+        parent, depth = parent.parent, depth + 1
+    return False
+
+
+def _call_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    if isinstance(node, exp.Func):
+        func_type: Any = type(node)  # a class is hashable; mypy's Hashable check misreads it
+        return _typed_name(func_type)
+    return ""
+
+
+@functools.cache
+def _typed_name(func_type: Any) -> str:
+    try:
+        names = func_type.sql_names()
+    except Exception:  # an abstract base without a name
+        return ""
+    return names[0].lower() if names else ""
+
+
+def _arguments(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Anonymous):
+        return list(node.expressions)
+    found: list[exp.Expression] = []
+    for key in ("this", "expression", "expressions"):
+        value = node.args.get(key)
+        values = value if isinstance(value, list) else [value]
+        found += [item for item in values if isinstance(item, exp.Expression)]
+    return found
+
+
+def _node_problem(
+    node: exp.Expression, dialect: str, limits: StatementLimits, sizes: dict[int, int]
+) -> str | None:
+    if isinstance(node, _LIKE_NODES):
+        return _pattern_length_problem(node.args.get("expression"), limits)
+    if isinstance(node, _REGEX_NODES) or (
+        isinstance(node, exp.Anonymous) and _call_name(node).startswith("regexp_")
+    ):
+        return _regex_problem(node, dialect, limits)
+    name = _call_name(node)
+    if name in _EDIT_DISTANCES:
+        return _edit_distance_problem(node, name, limits)
+    if _is_builder(node, dialect):
+        built = _built_size(node, dialect, limits, sizes, 0)
+        if isinstance(built, str):
+            return built
+        if built > limits.max_built_bytes:
+            return (
+                f"{name or type(node).__name__.lower()}() would build a value of up to "
+                f"{built:,} bytes, over the {limits.max_built_bytes:,}-byte limit of what a "
+                "query may build from constants; one such call cannot be interrupted"
+            )
+    return None
+
+
+# --- 1. values built to a named size -----------------------------------------------------------
+
+
+def _is_builder(node: object, dialect: str) -> bool:
+    if isinstance(node, exp.Repeat | exp.Pad | exp.Space | exp.Format):
+        return True
+    if isinstance(node, exp.GenerateSeries) and dialect == "duckdb":
+        return not isinstance(node.parent, exp.Table)  # in FROM it streams rows
+    return isinstance(node, exp.Anonymous) and _call_name(node) in ("printf", "array_fill")
+
+
+def _constant(node: Any, depth: int = 0) -> int | None:
+    """The integer a constant expression stands for, or None when it is not a constant."""
+    if depth > _MAX_DEPTH or not isinstance(node, exp.Expression):
+        return None
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return int(float(node.this))
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(node, exp.Paren | exp.Cast):
+        return _constant(node.this, depth + 1)
+    if isinstance(node, exp.Neg):
+        inner = _constant(node.this, depth + 1)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+        left, right = _constant(node.this, depth + 1), _constant(node.expression, depth + 1)
+        if left is None or right is None:
+            return None
+        if isinstance(node, exp.Add):
+            return left + right
+        return left - right if isinstance(node, exp.Sub) else left * right
+    return None
+
+
+def _size_argument(value: Any, call: str) -> int | str:
+    """A size a builder names: a constant (negative counts as 0), or why it is refused."""
+    constant = _constant(value)
+    if constant is None:
+        shown = value.sql() if isinstance(value, exp.Expression) else "?"
+        return (
+            f"the size argument {shown[:60]!r} of {call}() is not a constant: a value built to "
+            "a size the data decides cannot be bounded before it runs. Use a constant size"
+        )
+    return max(0, constant)
+
+
+def _built_size(
+    node: Any, dialect: str, limits: StatementLimits, sizes: dict[int, int], depth: int
+) -> int | str:
+    """An upper bound of the bytes `node` builds from constants, counting data as 1 per byte,
+    or why a size argument is refused. Memoised per node: the walk meets nested builders."""
+    if not isinstance(node, exp.Expression) or depth > _MAX_DEPTH:
+        return 1
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    size = _size_of(node, dialect, limits, sizes, depth)
+    if isinstance(size, int):
+        sizes[id(node)] = size
+    return size
+
+
+def _size_of(
+    node: exp.Expression, dialect: str, limits: StatementLimits, sizes: dict[int, int], depth: int
+) -> int | str:
+    def inner(value: Any) -> int | str:
+        return _built_size(value, dialect, limits, sizes, depth + 1)
+
+    if isinstance(node, exp.Literal):
+        return max(1, len(str(node.this).encode()))
+    if isinstance(node, exp.Repeat):
+        times = _size_argument(node.args.get("times"), "repeat")
+        unit = inner(node.this)
+        if isinstance(times, str) or isinstance(unit, str):
+            return times if isinstance(times, str) else unit
+        return unit * times
+    if isinstance(node, exp.Pad):
+        length = _size_argument(node.expression, "lpad" if node.args.get("is_left") else "rpad")
+        return length if isinstance(length, str) else 4 * length  # up to 4 bytes a character
+    if isinstance(node, exp.Space):
+        return _size_argument(node.this, "space")
+    if isinstance(node, exp.Format) or (
+        isinstance(node, exp.Anonymous) and _call_name(node) == "printf"
+    ):
+        return _formatted_size(node, inner)
+    if isinstance(node, exp.Anonymous) and _call_name(node) == "array_fill":
+        return _array_fill_size(node)
+    if isinstance(node, exp.GenerateSeries) and dialect == "duckdb":
+        return _series_size(node)
+    if isinstance(node, exp.DPipe | exp.Concat | exp.ConcatWs):
+        parts = [inner(part) for part in _arguments(node)]
+        refused = next((part for part in parts if isinstance(part, str)), None)
+        return refused if refused is not None else sum(int(part) for part in parts)
+    return 1  # data, or a function of it: one unit per byte of data
+
+
+# A printf directive: flags, a width or *, a precision or .*, a length, a conversion.
+_PRINTF = re.compile(r"%(?:\d+\$)?[-+ #0,!]*(\*|\d+)?(?:\.(\*|\d+))?[hlLqjzt]*(.)")
+_FMT_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+def _formatted_size(node: exp.Expression, inner: Any) -> int | str:
+    arguments = _arguments(node)
+    if not arguments:
+        return 1
+    pattern, values = arguments[0], arguments[1:]
+    call = _call_name(node) or "format"
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        return (
+            f"the pattern of {call}() is not a constant string: its widths cannot be read "
+            "before it runs. Write the pattern as a literal"
+        )
+    text = str(pattern.this)
+    if "{" in text and re.search(r"\{[^{}]*\{", text):
+        return f"a width given by an argument in the pattern of {call}() cannot be bounded"
+    size = len(text.encode())
+    consumed = 0
+    for match in _PRINTF.finditer(text):
+        width, precision, conversion = match.group(1), match.group(2), match.group(3)
+        for part in (width, precision):
+            if part == "*":
+                if consumed >= len(values):
+                    return 1 + size
+                star = _size_argument(values[consumed], call)
+                if isinstance(star, str):
+                    return star
+                size += star
+                consumed += 1
+            elif part:
+                size += int(part)
+        if conversion != "%":
+            consumed += 1
+    for field in _FMT_FIELD.findall(text):
+        size += sum(int(digits) for digits in re.findall(r"\d+", field))
+    for value in values:
+        part = inner(value)
+        if isinstance(part, str):
+            return part
+        size += part
+    return size
+
+
+def _array_fill_size(node: exp.Expression) -> int | str:
+    arguments = _arguments(node)
+    if len(arguments) < 2:
+        return 1
+    dimensions = arguments[1]
+    lengths = dimensions.expressions if isinstance(dimensions, exp.Array) else [dimensions]
+    size = 8
+    for length in lengths:
+        count = _size_argument(length, "array_fill")
+        if isinstance(count, str):
+            return count
+        size *= count
+    return size
+
+
+def _series_size(node: exp.Expression) -> int | str:
+    start = node.args.get("start")
+    end = node.args.get("end")
+    step = node.args.get("step")
+    bounds = [_size_argument(value, "range") if value is not None else 0 for value in (start, end)]
+    refused = next((b for b in bounds if isinstance(b, str)), None)
+    if refused is not None:
+        return refused
+    stride = 1 if step is None else _constant(step)
+    if stride is None:
+        return _size_argument(step, "range")
+    return 8 * abs(int(bounds[1]) - int(bounds[0])) // max(1, abs(stride))
+
+
+# --- 2. edit distances ---------------------------------------------------------------------------
+
+
+def _edit_distance_problem(node: exp.Expression, name: str, limits: StatementLimits) -> str | None:
+    arguments = _arguments(node)[:2]
+    for argument in arguments:
+        if (
+            isinstance(argument, exp.Literal)
+            and argument.is_string
+            and len(str(argument.this)) <= limits.max_pattern_chars
+        ):
+            return None
+    return (
+        f"{name}() does work that grows with the product of its arguments' lengths and is not "
+        f"interrupted: one argument must be a constant string of at most "
+        f"{limits.max_pattern_chars} characters (Context.max_pattern_chars)"
+    )
+
+
+# --- 3. regular expressions and patterns --------------------------------------------------------
+
+
+PATTERN_TOO_LONG = "a pattern of"
+"""How a pattern-length refusal starts: a size limit (`too_complex`), not the costs' class."""
+
+
+def _pattern_length_problem(pattern: Any, limits: StatementLimits) -> str | None:
+    if (
+        isinstance(pattern, exp.Literal)
+        and pattern.is_string
+        and len(str(pattern.this)) > limits.max_pattern_chars
+    ):
+        return (
+            f"{PATTERN_TOO_LONG} {len(str(pattern.this)):,} characters; the limit is "
+            f"{limits.max_pattern_chars} (Context.max_pattern_chars)"
+        )
+    return None
+
+
+def _regex_parts(node: exp.Expression) -> tuple[Any, Any]:
+    if isinstance(node, exp.Anonymous):
+        arguments = list(node.expressions)
+        return (arguments[0] if arguments else None, arguments[1] if len(arguments) > 1 else None)
+    return node.this, node.args.get("expression")
+
+
+def _regex_problem(node: exp.Expression, dialect: str, limits: StatementLimits) -> str | None:
+    subject, pattern = _regex_parts(node)
+    problem = _pattern_length_problem(pattern, limits)
+    if problem is not None or dialect not in _UNINTERRUPTIBLE_REGEX:
+        return problem
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        return (
+            "a regular expression whose pattern is not a constant string: this database's "
+            "regular expressions backtrack and cannot be interrupted, so the pattern must be "
+            "read before it runs"
+        )
+    backtracking = backtracking_problem(str(pattern.this))
+    if backtracking is not None:
+        return (
+            f"the regular expression {str(pattern.this)[:60]!r} has {backtracking}, whose "
+            "matching time can grow exponentially, and this database cannot interrupt it. "
+            "Simplify the pattern (or use LIKE)"
+        )
+    if not _data_sized(subject):
+        return (
+            "a regular expression applied to a value the query builds: this database cannot "
+            "interrupt the match, whose time grows with that value. Apply it to a column"
+        )
+    return None
+
+
+def _data_sized(node: Any) -> bool:
+    """A column, a constant, or a size-keeping wrapper of one: as large as the data."""
+    depth = 0
+    while isinstance(node, _DATA_SIZED) and depth < _MAX_DEPTH:
+        node, depth = node.this, depth + 1
+    return isinstance(node, exp.Column | exp.Literal | exp.Null)
+
+
+def backtracking_problem(pattern: str) -> str | None:
+    """'a quantified group' or 'a back-reference' when the pattern has one, else None."""
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            following = pattern[index + 1 : index + 2]
+            if (following.isdigit() and following != "0") or following in ("k", "g"):
+                return "a back-reference"
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            # a ']' right after '[' or '[^' is a literal member of the class
+            skip = 2 if pattern[index + 1 : index + 2] == "^" else 1
+            if pattern[index + skip : index + skip + 1] == "]":
+                index += skip
+        elif char == "(" and pattern[index + 1 : index + 4] == "?P=":
+            return "a back-reference"
+        elif char == ")" and pattern[index + 1 : index + 2] in ("*", "+", "{"):
+            return "a quantified group"
+        index += 1
+    return None
