@@ -1,7 +1,8 @@
 """`macsql chat`: a conversation with a database, kept on a thread that can be resumed later.
 
 Each line is a question; follow-ups ("and in 2019?") are understood from the earlier turns,
-which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`).
+which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`), or,
+with `--server URL`, a macsql server (`macsql serve`), whose database keeps the thread.
 `/sql` and `/rows` show the last answer's SQL and rows, `/reset` starts a new thread, `/quit`,
 Ctrl-C or end of input leave.
 """
@@ -9,6 +10,8 @@ Ctrl-C or end of input leave.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
 import uuid
 from contextlib import ExitStack
@@ -28,11 +31,13 @@ from macsql.cli.common import (
     resolve_db_argument,
 )
 from macsql.database.cache_paths import cache_root
+from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.persistence import open_persistence
 from macsql.graph.registry import get_builder, pipeline_names
 from macsql.llm.models import ModelConfigError
 
 HELP = "/sql last SQL · /rows last rows · /reset new thread · /quit"
+SERVER_TOKEN_ENV = "MACSQL_SERVER_TOKEN"
 
 
 def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +51,18 @@ def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
         "cache directory) or a postgresql:// URL",
     )
     parser.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="run on this macsql server (`macsql serve`); the thread is kept in its database "
+        "(the model settings are sent with each run; the database must be reachable from it)",
+    )
+    parser.add_argument(
+        "--server-token",
+        default=os.environ.get(SERVER_TOKEN_ENV) or None,
+        help=f"bearer token of a server started with --auth token (default ${SERVER_TOKEN_ENV})",
+    )
+    parser.add_argument(
         "--no-answer", action="store_true", help="show SQL and rows only, no answer in words"
     )
     add_model_arguments(parser)
@@ -53,16 +70,24 @@ def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
 
 def chat_main(args: argparse.Namespace) -> int:
     try:
-        db = resolve_db_argument(args.db)
         changes = [] if args.no_answer else ["answer=true"]
         args.context_fields = changes + list(getattr(args, "context_fields", None) or [])
         context = context_from_args(args)
-        enable_cache(args)
-        check_models(context)
+        if args.server:
+            if args.state_url or args.cache:
+                raise UsageError("--state-url and --cache are the server's business with --server")
+            # The server opens the database and builds the models; it reports what fails.
+            db = str(ensure_demo_database()) if args.db == DEMO_NAME else args.db
+        else:
+            db = resolve_db_argument(args.db)
+            enable_cache(args)
+            check_models(context)
     except (UsageError, ModelConfigError) as exc:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     console = Console(highlight=False, soft_wrap=True)
+    if args.server:
+        return _server_chat(args, db, context, console)
     state_url = args.state_url or str(cache_root() / "chat.sqlite")
     with ExitStack() as stack:
         try:
@@ -79,6 +104,64 @@ def chat_main(args: argparse.Namespace) -> int:
 
 def _new_thread() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def _server_chat(args: argparse.Namespace, db: str, context: Any, console: Console) -> int:
+    """The same loop with each turn a run on the server, on a thread kept there."""
+    from macsql.serving.client import ServerRuns
+    from macsql.serving.errors import NoServerAnswers, ServerRunError
+
+    async def converse() -> int:
+        runs = ServerRuns([args.server], concurrency=1, token=args.server_token, retries=0)
+        try:
+            await runs.check(args.pipeline)
+        except NoServerAnswers as exc:
+            await runs.aclose()
+            print(f"macsql: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        thread = args.thread or str(uuid.uuid4())
+        console.print(f"thread {thread} (resume with --thread {thread}) · {HELP}", markup=False)
+        try:
+            while True:
+                try:
+                    line = (await asyncio.to_thread(input, "you> ")).strip()
+                except EOFError:
+                    console.print()
+                    return EXIT_OK
+                if not line:
+                    continue
+                if line in ("/quit", "/exit"):
+                    return EXIT_OK
+                if line == "/reset":
+                    thread = str(uuid.uuid4())
+                    console.print(f"new thread {thread}", markup=False)
+                    continue
+                if line in ("/sql", "/rows"):
+                    last = await runs.thread_values(thread)
+                    if line == "/sql":
+                        console.print(last.get("sql") or "(no SQL yet)", markup=False)
+                    else:
+                        _print_rows(console, last)
+                    continue
+                if line.startswith("/"):
+                    console.print(f"unknown command {line}; {HELP}", markup=False)
+                    continue
+                try:
+                    outcome = await runs.run(
+                        args.pipeline, {"question": line, "db": db}, context, thread_id=thread
+                    )
+                except (ServerRunError, NoServerAnswers) as exc:
+                    console.print(f"error: the server could not answer: {exc}", markup=False)
+                    continue
+                _show(console, line, outcome.output)
+        finally:
+            await runs.aclose()
+
+    try:
+        return asyncio.run(converse())
+    except KeyboardInterrupt:
+        console.print()
+        return EXIT_OK
 
 
 def _loop(graph: Any, db: str, context: Any, thread: str, console: Console) -> None:
