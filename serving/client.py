@@ -254,14 +254,12 @@ class ServerRuns:
         self.in_flight[url] += 1
         run_id: str | None = None
         try:
-            run = await client.runs.create(
-                thread,
-                graph_id,
-                input=dict(input) if input is not None else None,
-                command=dict(command) if command is not None else None,  # type: ignore[arg-type]
-                context=payload,
-                if_not_exists="create",
-            )
+            request: dict[str, Any] = {"context": payload, "if_not_exists": "create"}
+            if command is not None:  # resuming a paused run: a Command, not an input
+                request["command"] = dict(command)
+            else:
+                request["input"] = dict(input or {})
+            run = await client.runs.create(thread, graph_id, **request)
             run_id = str(run["run_id"])
             return await self._wait(client, thread, run_id), run_id
         except httpx.TransportError as exc:

@@ -165,7 +165,9 @@ def test_an_approval_run_pauses_and_resumes_through_the_sdk(cluster: Cluster) ->
         assert pending["value"]["action"] == "approve_sql"
         assert pending["value"]["sql"] == WRONG_SQL
 
-        resumed = client.runs.create(thread, "macsql", command={"resume": FIXED_SQL}, context=context)
+        resumed = client.runs.create(
+            thread, "macsql", command={"resume": FIXED_SQL}, context=context
+        )
         result = client.runs.join(thread, resumed["run_id"])
         assert model.requests == 1  # the approved (edited) SQL ran: no Refiner was needed
     assert result["status"] == "ok"
@@ -231,7 +233,9 @@ async def _converse(urls: list[str], model: ScriptedOpenAIServer) -> list[tuple[
         for turn in range(1, TURNS + 1):
             question = Conversations.question(number, turn)
             outcomes.append(
-                await runs.run("macsql", {"question": question, "db": DB}, context, thread_id=thread)
+                await runs.run(
+                    "macsql", {"question": question, "db": DB}, context, thread_id=thread
+                )
             )
         return thread, outcomes
 
