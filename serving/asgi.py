@@ -31,10 +31,11 @@ _engine: Any = None
 
 
 def _load_engine() -> Any:
-    from macsql.graph.registry import get_pipeline, pipeline_names
+    from macsql.graph.registry import pipeline_names
+    from macsql.serving.graphs import served_graph
 
     for name in pipeline_names():
-        get_pipeline(name)
+        served_graph(name)
     from aegra_api.main import app as engine
 
     return engine

@@ -8,8 +8,8 @@ licensed image. `docs/serving.md` has the comparison.
 
 What one command does, in order:
 
-1. the engine's config: every pipeline of the registry by the path of its module (Aegra loads a
-   graph from a file), and the auth handler when one is asked for;
+1. the engine's config: every pipeline of the registry, by the file and name Aegra loads it from
+   (`macsql.serving.graphs`), and the auth handler when one is asked for;
 2. the database: created if missing, then Aegra's migrations, the checkpointer's and the
    store's tables and one assistant per graph, once, under a PostgreSQL advisory lock, so that
    several `macsql serve` processes (or machines) starting together on one database do not
@@ -35,11 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from macsql.graph.registry import PIPELINES, get_pipeline
+from macsql.graph.registry import PIPELINES
+from macsql.serving.graphs import attribute_name, served_graph
 
 DEFAULT_PORT = 2024
 """`langgraph dev`'s port too, so a client written against one finds the other."""
 APP = "macsql.serving.asgi:app"
+SERVED_GRAPHS = "macsql.serving.graphs"
 TOKEN_AUTH = "macsql.serving.token_auth:auth"
 TOKEN_ENV = "MACSQL_SERVER_TOKEN"
 THREADS_ENV = "MACSQL_SERVER_THREADS"
@@ -88,14 +90,12 @@ def is_loopback(host: str) -> bool:
 
 
 def graph_paths() -> dict[str, str]:
-    """Every pipeline as `file.py:graph`, found without importing it."""
-    paths = {}
-    for name, (module, _) in PIPELINES.items():
-        spec = importlib.util.find_spec(module)
-        if spec is None or not spec.origin:
-            raise ServeError(f"cannot find the module of pipeline {name!r} ({module})")
-        paths[name] = f"{spec.origin}:graph"
-    return paths
+    """Every pipeline as the engine loads it, `file.py:name`: from `macsql.serving.graphs`,
+    which serves the registry's graphs with the server's choices made on them."""
+    spec = importlib.util.find_spec(SERVED_GRAPHS)
+    if spec is None or not spec.origin:
+        raise ServeError(f"cannot find {SERVED_GRAPHS}")
+    return {name: f"{spec.origin}:{attribute_name(name)}" for name in PIPELINES}
 
 
 def auth_target(auth: str | None) -> str | None:
@@ -284,7 +284,7 @@ def serve(options: ServeOptions) -> None:
     # Aegra reads its settings when first imported, in this process and in every worker.
     os.environ.update(engine_environment(options, config_path))
     for name in PIPELINES:
-        get_pipeline(name)
+        served_graph(name)
     prepare_database(libpq_url(options.database_url))
     uvicorn.run(
         APP,
