@@ -176,6 +176,39 @@ def test_an_approval_run_pauses_and_resumes_through_the_sdk(cluster: Cluster) ->
     assert client.threads.get_state(thread)["next"] == []
 
 
+def test_chat_keeps_its_thread_on_the_server(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `macsql chat --server` sessions, the second resuming the first's thread: its
+    follow-up is rewritten with the first session's turn, which only the server kept."""
+    script = Conversations()
+    lines: list[str] = []
+
+    def typed(_prompt: str = "") -> str:
+        if not lines:
+            raise EOFError
+        return lines.pop(0)
+
+    monkeypatch.setattr("builtins.input", typed)
+    with ScriptedOpenAIServer(script.by_agent()) as model:
+        common = ["--db", DB, "--no-answer", "--model", "openai:scripted"]
+        common += ["--base-url", model.base_url, "--api-key", "test-key"]
+        lines[:] = [Conversations.question(900, 1), "/sql"]
+        assert main(["chat", "--server", cluster.a.url, *common]) == 0
+        first = capsys.readouterr().out
+        thread = re.search(r"thread (\S+) \(resume", first).group(1)  # type: ignore[union-attr]
+        assert "SELECT 'c900-1' AS tag" in first
+        lines[:] = [Conversations.question(900, 2)]
+        assert main(["chat", "--server", cluster.b.url, "--thread", thread, *common]) == 0
+        second = capsys.readouterr().out
+        assert model.agents.count(Agent.CONTEXTUALIZER) == 1  # turn 2 saw turn 1
+    assert script.problems == []
+    assert "c900-2" in second
+    assert _client(cluster.a.url).threads.get_state(thread)["values"]["turns"][0]["question"] == (
+        Conversations.question(900, 1)
+    )
+
+
 # ----------------------------------------------------------------------------- 2. two servers
 
 
