@@ -27,6 +27,7 @@ import importlib.util
 import ipaddress
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -281,17 +282,20 @@ def serve(options: ServeOptions) -> None:
     if target:
         load_auth(target)
     config_path = write_engine_config(options)
-    # Aegra reads its settings when first imported, in this process and in every worker.
-    os.environ.update(engine_environment(options, config_path))
-    for name in PIPELINES:
-        served_graph(name)
-    prepare_database(libpq_url(options.database_url))
-    uvicorn.run(
-        APP,
-        host=options.host,
-        port=options.port,
-        workers=options.workers,
-        log_level=options.log_level.lower(),
-        access_log=options.access_log,
-        timeout_graceful_shutdown=10,
-    )
+    try:
+        # Aegra reads its settings when first imported, in this process and in every worker.
+        os.environ.update(engine_environment(options, config_path))
+        for name in PIPELINES:
+            served_graph(name)
+        prepare_database(libpq_url(options.database_url))
+        uvicorn.run(
+            APP,
+            host=options.host,
+            port=options.port,
+            workers=options.workers,
+            log_level=options.log_level.lower(),
+            access_log=options.access_log,
+            timeout_graceful_shutdown=10,
+        )
+    finally:
+        shutil.rmtree(config_path.parent, ignore_errors=True)

@@ -50,12 +50,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def server_database(admin_url: str) -> Iterator[str]:
-    """A fresh, empty database on the test server (the libpq URL), dropped afterwards."""
+def server_database(admin_url: str, *, create: bool = True) -> Iterator[str]:
+    """The libpq URL of a fresh database on the test server, dropped afterwards; with
+    `create=False` it does not exist yet (`macsql serve` creates it)."""
     name = f"macsql_server_{uuid.uuid4().hex[:10]}"
     admin = libpq_url(admin_url)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    if create:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
         yield libpq_url(admin_url, name)
     finally:

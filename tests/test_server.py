@@ -75,12 +75,12 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Two `macsql serve` processes on one fresh database, started at the same moment (the
-    one-time setup must not race)."""
+    """Two `macsql serve` processes on one database that does not exist yet, started at the
+    same moment: one creates it, and their one-time setup must not race."""
     require_engine()
     logs = tmp_path_factory.mktemp("servers")
     env = {"MACSQL_CACHE_DIR": str(logs / "cache")}
-    with server_database(pg_admin_url) as database_url:
+    with server_database(pg_admin_url, create=False) as database_url:
         servers = [
             ServerProcess(database_url, logs / f"{name}.log", env=env) for name in ("a", "b")
         ]
