@@ -195,27 +195,32 @@ def absolute_auth(target: str | None) -> str | None:
     return target
 
 
-def ensure_database(url: str) -> None:
-    """Create the database named in `url` when the server has none by that name."""
+def ensure_database(url: str, attempts: int = 5) -> None:
+    """Create the database named in `url` when the server has none by that name. Processes
+    starting together may all try: whichever way PostgreSQL refuses the others (a duplicate
+    name, a busy template), the database is then there."""
     import psycopg
     from psycopg import sql
 
-    try:
-        psycopg.connect(url, connect_timeout=10).close()
-        return
-    except psycopg.OperationalError as exc:
-        if "does not exist" not in str(exc):
-            raise ServeError(f"cannot reach PostgreSQL: {exc}".strip()) from exc
     info = psycopg.conninfo.conninfo_to_dict(url)
     name = str(info.get("dbname") or "")
     admin = psycopg.conninfo.make_conninfo(url, dbname="postgres")
-    try:
-        with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    except psycopg.errors.DuplicateDatabase:
-        pass  # another process created it meanwhile
-    except psycopg.Error as exc:
-        raise ServeError(f"database {name!r} does not exist and cannot be created: {exc}") from exc
+    refusal: Exception | None = None
+    for _ in range(attempts):
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+            return
+        except psycopg.OperationalError as exc:
+            if "does not exist" not in str(exc):
+                raise ServeError(f"cannot reach PostgreSQL: {exc}".strip()) from exc
+        try:
+            with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            return
+        except psycopg.Error as exc:  # made by another process meanwhile? look again
+            refusal = exc
+            time.sleep(0.2)
+    raise ServeError(f"database {name!r} does not exist and cannot be created: {refusal}")
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from conftest import SAMPLE_QUESTIONS, spider_eval_args, spider_sample
 from server_support import ServerProcess, require_engine, server_database
@@ -207,6 +208,22 @@ def test_chat_keeps_its_thread_on_the_server(
     assert _client(cluster.a.url).threads.get_state(thread)["values"]["turns"][0]["question"] == (
         Conversations.question(900, 1)
     )
+
+
+def test_processes_starting_together_create_the_database_once(pg_admin_url: str) -> None:
+    """Three at a time, five times: PostgreSQL refuses all but one CREATE DATABASE (a unique
+    violation, not always a 'duplicate database'), and the others must find it made."""
+    require_engine()
+    from concurrent.futures import ThreadPoolExecutor
+
+    from macsql.serving.engine import ensure_database
+
+    for _ in range(5):
+        with server_database(pg_admin_url, create=False) as url:
+            with ThreadPoolExecutor(3) as pool:
+                list(pool.map(lambda _: ensure_database(url), range(3)))  # raises on a refusal
+            with psycopg.connect(url) as conn:
+                assert conn.execute("SELECT current_database()").fetchone()
 
 
 # ----------------------------------------------------------------------------- 2. two servers
