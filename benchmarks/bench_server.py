@@ -2,7 +2,7 @@
 against the same graph in-process.
 
 Run: MACSQL_PG_URL=postgresql://... python benchmarks/bench_server.py [--workers 1 2 4]
-     [--delay 0.2] [--runs 240] [--per-worker 8] [--sequential 40]
+     [--delay 0.2] [--runs 240] [--per-worker 4] [--sequential 40]
 
 A scripted OpenAI-compatible model in its own process answers every call after `--delay`
 seconds (200 ms) with one SQL query. The MAC-SQL pipeline answers one question on the demo
@@ -11,7 +11,9 @@ database (one model call per run, no Selector).
 - Throughput: for each worker count N, a fresh `macsql serve --workers N` on a fresh database;
   a warm-up, then `--runs` runs through `macsql.serving.client.ServerRuns` (what
   `eval --server` uses: a background run, then a join), `--per-worker` x N of them in flight,
-  like a server's jobs per worker. Prints runs/s and p50/p99 latency (create to output).
+  like a server's jobs per worker. Prints runs/s and p50/p99 latency (create to output), and
+  for one worker also with the most workers' runs in flight, which tells what more workers give
+  beyond more runs in flight.
 - Overhead: `--sequential` runs one at a time through the server (1 worker) and the same
   compiled graph in this process with the same model: the difference of the p50s is what the
   server adds to a run.
@@ -218,7 +220,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--runs", type=int, default=240)
-    parser.add_argument("--per-worker", type=int, default=8)
+    parser.add_argument("--per-worker", type=int, default=4)
     parser.add_argument("--sequential", type=int, default=40)
     parser.add_argument("--database-url", default=os.environ.get("MACSQL_PG_URL"))
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
@@ -259,6 +261,18 @@ def main() -> None:
                     f"{_percentile(latencies, 0.99) * 1000:.0f} ms, {in_flight} in flight "
                     f"({before} -> {_load()})"
                 )
+                if workers == 1 and max(args.workers) > 1:
+                    # The same worker with as many runs in flight as the most workers get:
+                    # whether more workers or only more runs in flight raise the throughput.
+                    most = args.per_worker * max(args.workers)
+                    wall, latencies = asyncio.run(
+                        through_server(url, db, base_url, args.runs, most)
+                    )
+                    print(
+                        f"workers 1 with {most} in flight: {args.runs / wall:.1f} runs/s, "
+                        f"latency p50 {_percentile(latencies, 0.5) * 1000:.0f} ms p99 "
+                        f"{_percentile(latencies, 0.99) * 1000:.0f} ms ({_load()})"
+                    )
                 if workers == 1 and args.sequential:
                     before = _load()
                     _, served = asyncio.run(through_server(url, db, base_url, args.sequential, 1))
