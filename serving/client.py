@@ -61,10 +61,8 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def _client(url: str, headers: Mapping[str, str], *, connections: int) -> LangGraphClient:
-    # The SDK's own factory would send any LangSmith key found in the environment to our server,
-    # and pools connections freely; runs need one connection per slot (see the module's doc).
-    http = httpx.AsyncClient(
+def _http(url: str, headers: Mapping[str, str], *, connections: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
         base_url=url.rstrip("/"),
         transport=httpx.AsyncHTTPTransport(
             retries=0,
@@ -73,7 +71,12 @@ def _client(url: str, headers: Mapping[str, str], *, connections: int) -> LangGr
         timeout=httpx.Timeout(connect=5, read=300, write=300, pool=None),
         headers=dict(headers),
     )
-    return LangGraphClient(http)
+
+
+def _client(url: str, headers: Mapping[str, str], *, connections: int) -> LangGraphClient:
+    # The SDK's own factory would send any LangSmith key found in the environment to our server,
+    # and pools connections freely; runs need one connection per slot (see the module's doc).
+    return LangGraphClient(_http(url, headers, connections=connections))
 
 
 @dataclass
@@ -139,14 +142,15 @@ class ServerRuns:
         self._all_slots = [_Slot(self.headers) for _ in range(max(1, concurrency))]
         for slot in self._all_slots:
             self._slots.put_nowait(slot)
-        self._probe = {u: _client(u, self.headers, connections=2) for u in self.urls}
+        self._probe_http = {u: _http(u, self.headers, connections=2) for u in self.urls}
+        self._probe = {u: LangGraphClient(http) for u, http in self._probe_http.items()}
         self._background: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ servers
 
     async def _alive(self, url: str) -> bool:
         try:
-            response = await self._probe[url].http.client.get(LIVE_PATH, timeout=2.0)
+            response = await self._probe_http[url].get(LIVE_PATH, timeout=2.0)
         except httpx.HTTPError:
             return False
         return response.status_code == 200
@@ -179,7 +183,13 @@ class ServerRuns:
             try:
                 assistants = await self._probe[url].assistants.search(graph_id=graph_id, limit=1)
             except httpx.HTTPStatusError as exc:
-                problems.append(f"{url} answered {exc.response.status_code}")
+                status = exc.response.status_code
+                hint = (
+                    " (a server started with --auth needs --server-token)"
+                    if status in (401, 403)
+                    else ""
+                )
+                problems.append(f"{url} answered {status}{hint}")
                 continue
             except httpx.HTTPError as exc:
                 problems.append(f"{url}: {type(exc).__name__} {exc}".strip())

@@ -418,7 +418,7 @@ def test_a_restarted_server_finds_every_conversation(cluster: Cluster) -> None:
 
 
 def test_token_auth_lets_no_request_through_without_the_token(
-    cluster: Cluster, tmp_path: Path
+    cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     token = uuid.uuid4().hex
     server = ServerProcess(
@@ -438,5 +438,9 @@ def test_token_auth_lets_no_request_through_without_the_token(
         response = httpx.post(search, json={"limit": 10}, headers=right)
         assert response.status_code == 200, response.text
         assert {a["graph_id"] for a in response.json()} == set(pipeline_names())
+        # A client without the token stops before any run, and says what is missing.
+        args = spider_eval_args(tmp_path / "eval", "--server", server.url, data_dir=SAMPLE)
+        assert main(args) == 2
+        assert "answered 401" in capsys.readouterr().err
     finally:
         server.stop()
