@@ -108,8 +108,22 @@ def _libpq(url: str, database: str | None = None) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+def group_cpu_seconds(group: int) -> float:
+    """CPU seconds (user + system) of the live processes in process group `group` (Linux)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:  # pgrp, the 5th field of stat
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 @contextmanager
-def macsql_server(database_url: str, workers: int, log: Path) -> Iterator[str]:
+def macsql_server(database_url: str, workers: int, log: Path) -> Iterator[tuple[str, int]]:
     import httpx
 
     port = _free_port()
@@ -143,7 +157,7 @@ def macsql_server(database_url: str, workers: int, log: Path) -> Iterator[str]:
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        yield url
+        yield url, proc.pid
     finally:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -193,7 +207,8 @@ async def through_server(
         await client.aclose()
 
 
-async def in_process(db: str, base_url: str, runs: int) -> list[float]:
+async def in_process(db: str, base_url: str, runs: int) -> tuple[list[float], float]:
+    """Latencies of `runs` runs one at a time in this process, and CPU seconds per run."""
     from macsql.graph.context import build_context
     from macsql.graph.registry import get_pipeline
 
@@ -201,13 +216,28 @@ async def in_process(db: str, base_url: str, runs: int) -> list[float]:
     context = build_context(model="openai:scripted", base_url=base_url, api_key="sk-bench")
     await graph.ainvoke({"question": QUESTION, "db": db}, context=context)  # warm
     latencies = []
+    cpu_started = time.process_time()
     for _ in range(runs):
         started = time.perf_counter()
         out = await graph.ainvoke({"question": QUESTION, "db": db}, context=context)
         latencies.append(time.perf_counter() - started)
         if out.get("status") != "ok":
             raise SystemExit(f"an in-process run failed: {out.get('error')}")
-    return latencies
+    return latencies, (time.process_time() - cpu_started) / runs
+
+
+def database_work(database_url: str) -> tuple[int, int]:
+    """Transactions committed and rows inserted so far in the server's database."""
+    import psycopg
+
+    time.sleep(1.0)  # backends report their counts to the statistics within a second
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT xact_commit, tup_inserted FROM pg_stat_database "
+            "WHERE datname = current_database()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 def _load() -> str:
@@ -245,7 +275,7 @@ def main() -> None:
             in_flight = args.per_worker * workers
             with (
                 fresh_database(args.database_url) as database_url,
-                macsql_server(database_url, workers, logs / f"w{workers}.log") as url,
+                macsql_server(database_url, workers, logs / f"w{workers}.log") as (url, group),
             ):
                 # Warm every worker: the first runs of each import and compile the graph.
                 asyncio.run(through_server(url, db, base_url, 4 * in_flight, in_flight))
@@ -275,14 +305,29 @@ def main() -> None:
                     )
                 if workers == 1 and args.sequential:
                     before = _load()
+                    cpu_before = group_cpu_seconds(group)
+                    work_before = database_work(database_url)
                     _, served = asyncio.run(through_server(url, db, base_url, args.sequential, 1))
-                    local = asyncio.run(in_process(db, base_url, args.sequential))
+                    server_cpu = (group_cpu_seconds(group) - cpu_before) / args.sequential
+                    work = [
+                        (after - before_) / args.sequential
+                        for after, before_ in zip(
+                            database_work(database_url), work_before, strict=True
+                        )
+                    ]
+                    local, local_cpu = asyncio.run(in_process(db, base_url, args.sequential))
                     p50_served = statistics.median(served) * 1000
                     p50_local = statistics.median(local) * 1000
                     print(
                         f"one at a time, {args.sequential} runs: through the server p50 "
                         f"{p50_served:.1f} ms, in-process p50 {p50_local:.1f} ms: the server "
                         f"adds {p50_served - p50_local:.1f} ms per run ({before} -> {_load()})"
+                    )
+                    print(
+                        f"CPU per run: the server process {server_cpu * 1000:.1f} ms, the same "
+                        f"graph in-process {local_cpu * 1000:.1f} ms (with its model client); "
+                        f"the server's database per run: {work[0]:.1f} transactions (the "
+                        f"statistics' own reads among them), {work[1]:.1f} rows inserted"
                     )
     if 1 in rates:
         for workers, rate in rates.items():
