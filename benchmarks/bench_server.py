@@ -277,8 +277,8 @@ def main() -> None:
                 fresh_database(args.database_url) as database_url,
                 macsql_server(database_url, workers, logs / f"w{workers}.log") as (url, group),
             ):
-                # Warm every worker: the first runs of each import and compile the graph.
-                asyncio.run(through_server(url, db, base_url, 4 * in_flight, in_flight))
+                # Warm every worker: its first runs build the schema cache and model client.
+                asyncio.run(through_server(url, db, base_url, 8 * in_flight, in_flight))
                 before = _load()
                 wall, latencies = asyncio.run(
                     through_server(url, db, base_url, args.runs, in_flight)

@@ -4,8 +4,9 @@ at the worker's start.
 - The event loop's default executor gets `MACSQL_SERVER_THREADS` threads. LangGraph runs the
   graphs' sync nodes there, and its default size (cores + 4, six here) would cap a worker at six
   runs in its nodes at once, whatever the clients send.
-- The pipelines are imported before the first request, not by it (langchain and the OpenAI
-  client take about a second to import).
+- The pipelines, and the OpenAI-compatible client that the default model uses, are imported
+  before the first request, not by it (they take about a second to import); a worker that a
+  request reaches first is then as fast as the others.
 
 Aegra is imported on the first ASGI call (the lifespan's startup), not when this module is: its
 settings come from the environment that `macsql serve` sets, and importing this module must stay
@@ -36,6 +37,7 @@ def _load_engine() -> Any:
 
     for name in pipeline_names():
         served_graph(name)
+    import langchain_openai  # noqa: F401  (what init_chat_model("openai:...") imports)
     from aegra_api.main import app as engine
 
     return engine
