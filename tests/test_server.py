@@ -46,7 +46,7 @@ from macsql.graph.registry import pipeline_names
 from macsql.serving.client import ServerRuns
 from macsql.tools.scripted import ScriptedOpenAIServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(400)]
 
 SAMPLE = spider_sample()
 DB = str(SAMPLE / "database" / "concert_singer" / "concert_singer.sqlite")
