@@ -11,7 +11,8 @@ A run is lost when the process running it goes away: the connection its join wai
 or the server cancels it on shutdown. The client then asks any live server (they share one
 database) whether the run finished before the loss; if not, it runs it again, on a new thread,
 on a live server, up to `retries` times. The run that was lost can no longer finish (its
-process is gone), so nothing is counted twice. When no server answers at all for
+process is gone), so nothing is counted twice. A server that refuses the connection made no run:
+the next one is tried, and that is no retry. When no server answers at all for
 `wait_for_server` seconds, the run raises `NoServerAnswers`.
 """
 
@@ -96,6 +97,10 @@ class RunOutcome:
 
 class _Lost(Exception):
     """The run's process went away, or the server cancelled the run as it shut down."""
+
+
+class _Unreachable(Exception):
+    """No connection to the server: no run was made there."""
 
 
 class _Slot:
@@ -233,20 +238,27 @@ class ServerRuns:
         command: Mapping[str, Any] | None,
     ) -> RunOutcome:
         problems: list[str] = []
-        for attempt in range(1, self.retries + 2):
+        runs = 0
+        give_up = time.monotonic() + self.wait_for_server
+        while runs <= self.retries:
             url = await self._choose()
             thread = thread_id or str(uuid.uuid4())
             try:
                 output, run_id = await self._attempt(
                     slot.client(url), url, graph_id, thread, input, payload, command
                 )
+            except _Unreachable as unreachable:  # no run was made: another server, same run
+                if time.monotonic() > give_up:
+                    raise NoServerAnswers(str(unreachable)) from unreachable
+                continue
             except _Lost as lost:
+                runs += 1
                 self.lost_runs += 1
                 problems.append(str(lost))
                 if thread_id is not None:
                     break
                 continue
-            return RunOutcome(output, thread, run_id, url, attempt)
+            return RunOutcome(output, thread, run_id, url, runs + 1)
         raise NoServerAnswers(
             f"the run was lost with its server {len(problems)} time(s): {problems[-1]}"
         )
@@ -274,6 +286,9 @@ class ServerRuns:
             return await self._wait(client, thread, run_id), run_id
         except httpx.TransportError as exc:
             self._mark_down(url)
+            if run_id is None and isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                # The create never reached a server: no run was made.
+                raise _Unreachable(f"{url}: {type(exc).__name__} {exc}".strip()) from exc
             if run_id is not None:
                 finished = await self._finished_elsewhere(url, thread, run_id)
                 if finished is not None:
