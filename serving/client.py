@@ -38,6 +38,9 @@ LIVE_PATH = "/live"
 """Aegra's liveness probe: no database, no auth."""
 JOIN_POLL_MAX_S = 0.5
 """The longest pause between two joins that reached a process other than the run's."""
+KEEP_IDLE_S = 5.0
+"""How long an idle connection is kept: shorter than `macsql serve` keeps one (65 s), so the
+client closes it first and never sends a request on a connection the server is closing."""
 DOWN_FOR_S = 1.0
 """After a loss, a server gets no new run until a liveness probe answers, tried this often."""
 
@@ -67,7 +70,11 @@ def _http(url: str, headers: Mapping[str, str], *, connections: int) -> httpx.As
         base_url=url.rstrip("/"),
         transport=httpx.AsyncHTTPTransport(
             retries=0,
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            limits=httpx.Limits(
+                max_connections=connections,
+                max_keepalive_connections=connections,
+                keepalive_expiry=KEEP_IDLE_S,
+            ),
         ),
         timeout=httpx.Timeout(connect=5, read=300, write=300, pool=None),
         headers=dict(headers),

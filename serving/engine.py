@@ -49,6 +49,7 @@ THREADS_ENV = "MACSQL_SERVER_THREADS"
 PREPARE_LOCK = "macsql serve: prepare the database"
 """Hashed into the key of the advisory lock that serialises the one-time setup."""
 SETUP_LOCK_TIMEOUT_S = 300.0
+KEEP_ALIVE_S = 65
 
 
 class ServeError(RuntimeError):
@@ -301,6 +302,10 @@ def serve(options: ServeOptions) -> None:
             log_level=options.log_level.lower(),
             access_log=options.access_log,
             timeout_graceful_shutdown=10,
+            # Longer than a client keeps an idle connection (httpx: 5 s), so that the client,
+            # not the server, ends it: a server closing it as a request goes out looks like a
+            # lost server to the client.
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
     finally:
         shutil.rmtree(config_path.parent, ignore_errors=True)

@@ -7,8 +7,9 @@ the servers' graphs reach it through the `base_url` each run's context carries. 
 
 1. every pipeline answers through the SDK, and a run that asks for approval pauses, is approved
    (with an edit) and resumes;
-2. 200 conversations of 3 turns at once, spread over both servers (a thread's turns may land on
-   either): every turn answered once, by its own thread's history only;
+2. 200 conversations of 3 turns at once, spread over both servers, one with two worker
+   processes (a thread's turns may land on any of the three): every turn answered once, by its
+   own thread's history only;
 3. one server SIGKILLed in the middle of `eval --server`: every item ends up in results.jsonl
    once, the runs lost with the server were run again on the other, and `--resume` runs only
    what is left;
@@ -68,6 +69,17 @@ class Cluster:
     logs: Path
     conversations: list[tuple[str, list[str]]] = field(default_factory=list)
     """(thread, questions) of the conversation test, for the restart test."""
+    guarded: ServerProcess | None = None
+    """A server with `--auth token`, started beside the restart (startups overlap)."""
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def start_guarded(self) -> ServerProcess:
+        if self.guarded is None:
+            env = {"MACSQL_SERVER_TOKEN": self.token, "MACSQL_CACHE_DIR": str(self.logs / "cache")}
+            self.guarded = ServerProcess(
+                self.database_url, self.logs / "guarded.log", args=("--auth", "token"), env=env
+            ).start()
+        return self.guarded
 
     @property
     def urls(self) -> list[str]:
@@ -76,24 +88,30 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Two `macsql serve` processes on one database that does not exist yet, started at the
-    same moment: one creates it, and their one-time setup must not race."""
+    """Two `macsql serve` commands on one database that does not exist yet, started at the
+    same moment (one creates it, and their one-time setup must not race); the second runs two
+    worker processes on its port."""
     require_engine()
     logs = tmp_path_factory.mktemp("servers")
     env = {"MACSQL_CACHE_DIR": str(logs / "cache")}
+    cluster: Cluster | None = None
     with server_database(pg_admin_url, create=False) as database_url:
-        servers = [
-            ServerProcess(database_url, logs / f"{name}.log", env=env) for name in ("a", "b")
+        servers = [  # b has two worker processes behind its port
+            ServerProcess(database_url, logs / f"{name}.log", args=args, env=env)
+            for name, args in (("a", ()), ("b", ("--workers", "2")))
         ]
         try:
             for server in servers:
                 server.start()
             for server in servers:
                 server.wait_ready()
-            yield Cluster(database_url, servers[0], servers[1], logs)
+            cluster = Cluster(database_url, servers[0], servers[1], logs)
+            yield cluster
         finally:
             for server in servers:
                 server.stop()
+            if cluster is not None and cluster.guarded is not None:
+                cluster.guarded.stop()
 
 
 def _client(url: str) -> Any:
@@ -357,10 +375,11 @@ def test_sigkill_of_one_server_mid_eval_loses_and_repeats_nothing(
         assert killed_after == [3]
         records = _results_lines(out)
         assert sorted(r["index"] for r in records) == list(range(KILL_ITEMS))  # each once
-        assert all(r["status"] == "ok" and r["correct"] for r in records), records
+        failed = [(r["index"], r["status"], r["error"]) for r in records if not r["correct"]]
+        assert failed == [], f"{failed}\n{cluster.b.log_tail()}"
         lost = [r for r in records if r["server_runs"] > 1]
-        assert lost, "the kill hit no run in flight"
-        assert result.summary["problem"] is None
+        assert lost, f"the kill hit no run in flight: {[r['server_runs'] for r in records]}"
+        assert result.summary["problem"] is None, result.summary["problem"]
 
         # `--resume` through the surviving server runs only the items not in results.jsonl.
         before = model.requests
@@ -385,7 +404,9 @@ def test_sigkill_of_one_server_mid_eval_loses_and_repeats_nothing(
         resumed_requests = model.requests - before
     records = _results_lines(out)
     assert sorted(r["index"] for r in records) == list(range(len(SAMPLE_QUESTIONS)))
-    assert resumed_requests == len(SAMPLE_QUESTIONS) - KILL_ITEMS  # one Decomposer call each
+    resumed = [r for r in records if r["index"] >= KILL_ITEMS]
+    assert [r["server_runs"] for r in resumed] == [1] * len(resumed), resumed
+    assert resumed_requests == len(resumed)  # one Decomposer call each, nothing run again
     assert responder.unknown == []
 
 
@@ -402,7 +423,9 @@ def test_a_restarted_server_finds_every_conversation(cluster: Cluster) -> None:
     assert cluster.conversations, "needs the conversation test to have run first"
     cluster.a.stop()
     cluster.b.stop()
-    cluster.a.start().wait_ready()
+    cluster.a.start()
+    cluster.start_guarded()  # for the auth test: the two start at once
+    cluster.a.wait_ready()
     client = _client(cluster.a.url)
     for thread, questions in cluster.conversations:
         values = client.threads.get_state(thread)["values"]
@@ -420,14 +443,8 @@ def test_a_restarted_server_finds_every_conversation(cluster: Cluster) -> None:
 def test_token_auth_lets_no_request_through_without_the_token(
     cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    token = uuid.uuid4().hex
-    server = ServerProcess(
-        cluster.database_url,
-        tmp_path / "auth.log",
-        args=("--auth", "token"),
-        env={"MACSQL_SERVER_TOKEN": token, "MACSQL_CACHE_DIR": str(cluster.logs / "cache")},
-    )
-    server.start()
+    token = cluster.token
+    server = cluster.start_guarded()
     try:
         server.wait_ready()  # the probes stay open
         search = f"{server.url}/assistants/search"
