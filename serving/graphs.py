@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from functools import cache
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import TypeAdapter
 
@@ -41,7 +42,8 @@ class ServedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         return None if schema is None else _context_jsonschema(schema)
 
     def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        if kwargs.get("durability") is None:
+        # Only with a checkpointer of its own (the server's): LangGraph warns otherwise.
+        if kwargs.get("durability") is None and isinstance(self.checkpointer, BaseCheckpointSaver):
             kwargs["durability"] = SERVED_DURABILITY
         return super().astream(*args, **kwargs)
 
