@@ -1,8 +1,9 @@
 """`macsql chat`: a conversation with a database, kept on a thread that can be resumed later.
 
 Each line is a question; follow-ups ("and in 2019?") are understood from the earlier turns,
-which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`): the
-last turns' questions, SQL and outcomes, never result rows (unless `--set thread_rows=true`).
+which the checkpointer keeps (a SQLite file by default, or PostgreSQL with `--state-url`; with
+`--server URL`, a macsql server's database, see `macsql serve`): the last turns' questions, SQL
+and outcomes, never result rows (unless `--set thread_rows=true`).
 `/sql` and `/rows` show the last answer's SQL and rows, `/threads` lists the saved threads,
 `/forget [ID]` deletes one (this one by default), `/reset` starts a new thread, `/quit`, Ctrl-C
 or end of input leave. `--threads` and `--forget ID` do the same without a conversation. With
@@ -13,7 +14,10 @@ reject), not a new question.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
+import uuid
 from contextlib import ExitStack
 from typing import Any
 
@@ -32,6 +36,7 @@ from macsql.cli.common import (
     resolve_db_argument,
 )
 from macsql.database.cache_paths import cache_root
+from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.approvals import new_thread_id, resume_command, waiting_approvals
 from macsql.graph.registry import get_builder, pipeline_names
 from macsql.llm.models import ModelConfigError
@@ -42,6 +47,7 @@ HELP = (
     "/sql last SQL · /rows last rows · /threads saved threads · /forget [ID] delete a thread · "
     "/reset new thread · /quit"
 )
+SERVER_TOKEN_ENV = "MACSQL_SERVER_TOKEN"
 ROWS_NOT_KEPT = (
     "(the rows of an earlier session are not kept with the thread: ask again, or chat with "
     "--set thread_rows=true to keep them)"
@@ -62,6 +68,18 @@ def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-answer", action="store_true", help="show SQL and rows only, no answer in words"
+    )
+    parser.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="run on this macsql server (`macsql serve`); the thread is kept in its database "
+        "(the model settings are sent with each run; the database must be reachable from it)",
+    )
+    parser.add_argument(
+        "--server-token",
+        default=os.environ.get(SERVER_TOKEN_ENV) or None,
+        help=f"bearer token of a server started with --auth token (default ${SERVER_TOKEN_ENV})",
     )
     parser.add_argument("--threads", action="store_true", help="list the saved threads and leave")
     parser.add_argument(
@@ -95,16 +113,24 @@ def chat_main(args: argparse.Namespace) -> int:
     try:
         if not args.db:
             raise UsageError("--db is needed to chat (a SQLite file, a URL, or 'demo')")
-        db = resolve_db_argument(args.db, getattr(args, "timeout", None))
         changes = [] if args.no_answer else ["answer=true"]
         args.context_fields = changes + list(getattr(args, "context_fields", None) or [])
         context = context_from_args(args)
-        enable_cache(args)
-        check_models(context)
+        if args.server:
+            if args.state_url or args.cache:
+                raise UsageError("--state-url and --cache are the server's business with --server")
+            # The server opens the database and builds the models; it reports what fails.
+            db = str(ensure_demo_database()) if args.db == DEMO_NAME else args.db
+        else:
+            db = resolve_db_argument(args.db, getattr(args, "timeout", None))
+            enable_cache(args)
+            check_models(context)
     except (UsageError, ModelConfigError) as exc:
         print(f"macsql: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     console = Console(highlight=False, soft_wrap=True)
+    if args.server:
+        return _server_chat(args, db, context, console)
     state_url = _state_url(args)
     with ExitStack() as stack:
         try:
@@ -117,6 +143,64 @@ def chat_main(args: argparse.Namespace) -> int:
         )
         _loop(graph, db, context, args.thread or new_thread_id(), console, persistence.checkpointer)
     return EXIT_OK
+
+
+def _server_chat(args: argparse.Namespace, db: str, context: Any, console: Console) -> int:
+    """The same loop with each turn a run on the server, on a thread kept there."""
+    from macsql.serving.client import ServerRuns
+    from macsql.serving.errors import NoServerAnswers, ServerRunError
+
+    async def converse() -> int:
+        runs = ServerRuns([args.server], concurrency=1, token=args.server_token, retries=0)
+        try:
+            await runs.check(args.pipeline)
+        except NoServerAnswers as exc:
+            await runs.aclose()
+            print(f"macsql: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        thread = args.thread or str(uuid.uuid4())
+        console.print(f"thread {thread} (resume with --thread {thread}) · {HELP}", markup=False)
+        try:
+            while True:
+                try:
+                    line = (await asyncio.to_thread(input, "you> ")).strip()
+                except EOFError:
+                    console.print()
+                    return EXIT_OK
+                if not line:
+                    continue
+                if line in ("/quit", "/exit"):
+                    return EXIT_OK
+                if line == "/reset":
+                    thread = str(uuid.uuid4())
+                    console.print(f"new thread {thread}", markup=False)
+                    continue
+                if line in ("/sql", "/rows"):
+                    last = await runs.thread_values(thread)
+                    if line == "/sql":
+                        console.print(last.get("sql") or "(no SQL yet)", markup=False)
+                    else:
+                        _print_rows(console, last)
+                    continue
+                if line.startswith("/"):
+                    console.print(f"unknown command {line}; {HELP}", markup=False)
+                    continue
+                try:
+                    outcome = await runs.run(
+                        args.pipeline, {"question": line, "db": db}, context, thread_id=thread
+                    )
+                except (ServerRunError, NoServerAnswers) as exc:
+                    console.print(f"error: the server could not answer: {exc}", markup=False)
+                    continue
+                _show(console, line, outcome.output)
+        finally:
+            await runs.aclose()
+
+    try:
+        return asyncio.run(converse())
+    except KeyboardInterrupt:
+        console.print()
+        return EXIT_OK
 
 
 def _loop(graph: Any, db: str, context: Any, thread: str, console: Console, saver: Any) -> None:

@@ -47,6 +47,9 @@ from macsql.evals.runner import EvalInterrupted, run_eval_sync
 from macsql.evals.scoring import PredictionsMismatchError, score_predictions, summary_text
 from macsql.evals.ves import OFFICIAL_ITERATIONS
 from macsql.llm.models import ModelConfigError
+from macsql.serving.errors import NoServerAnswers
+
+SERVER_TOKEN_ENV = "MACSQL_SERVER_TOKEN"
 
 
 def default_processes() -> int:
@@ -146,6 +149,27 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         f"between model calls, so one per core, up to 2 (here {default_processes()})",
     )
     parser.add_argument(
+        "--server",
+        dest="servers",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="run each item on this macsql server (`macsql serve`) instead of here; repeat it "
+        "for servers that share one database: runs are spread over them and a run lost with "
+        "its server is run again on another. --concurrency then caps the runs in flight",
+    )
+    parser.add_argument(
+        "--server-token",
+        default=os.environ.get(SERVER_TOKEN_ENV) or None,
+        help=f"bearer token of servers started with --auth token (default ${SERVER_TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--server-retries",
+        type=int,
+        default=3,
+        help="runs again of an item whose run was lost with its server (3)",
+    )
+    parser.add_argument(
         "--stop-after-failures",
         type=int,
         default=STOP_AFTER_MODEL_FAILURES,
@@ -242,17 +266,25 @@ def eval_main(args: argparse.Namespace) -> int:
         processes=max(1, args.processes),
         stop_after_failures=max(0, args.stop_after_failures),
         previous_sql=args.previous_sql,
+        servers=tuple(args.servers),
+        server_token=args.server_token,
+        server_retries=max(0, args.server_retries),
     )
     if args.link_only:
         return _link_only(options, args.out)
-    if not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
+    if options.servers:
+        here_only = {"--gold": args.gold, "--traces": args.traces, "--cache": args.cache}
+        clash = next((flag for flag, given in here_only.items() if given), None)
+        if clash:  # each needs the pipeline in this process
+            return _usage_error(UsageError(f"{clash} runs the pipeline here: not with --server"))
+    elif not args.gold and ":" not in args.pipeline:  # custom graphs may need no model of ours
         try:
             check_models(options.context())  # the very Context the run will use
         except (TypeError, ContextError, ModelConfigError) as exc:
             return _usage_error(exc)
     try:
         result = run_eval_sync(options)
-    except (DatasetError, RunDirectoryError, KeyError) as exc:
+    except (DatasetError, RunDirectoryError, KeyError, NoServerAnswers) as exc:
         return _usage_error(exc)
     except EvalInterrupted as exc:
         print(f"macsql: {exc}", file=sys.stderr)

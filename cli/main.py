@@ -1,4 +1,5 @@
-"""The `macsql` command: ask, chat, eval, score, export-sft, train, link, index, demo, graph."""
+"""The `macsql` command: ask, chat, eval, score, export-sft, train, link, index, demo, graph,
+serve."""
 
 from __future__ import annotations
 
@@ -118,6 +119,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
         load.add_argument("loader_args", nargs=argparse.REMAINDER)
         handlers[name] = _load_postgres_main
+
+    serve = sub.add_parser(
+        "serve", help="serve the pipelines (LangGraph SDK protocol) from PostgreSQL, N workers"
+    )
+    if command == "serve":
+        from macsql.cli.serve import add_serve_arguments, serve_main
+
+        add_serve_arguments(serve)
+        handlers["serve"] = serve_main
 
     draw = sub.add_parser("graph", help="print a pipeline's graph as Mermaid")
     draw.add_argument("--pipeline", default="macsql")

@@ -14,6 +14,7 @@ from macsql.evals.scoring import ItemScore, Reason, Scorer
 from macsql.evals.trace_file import TRACE_KEY
 from macsql.llm.deadlines import cancel_scope
 from macsql.llm.traces import recording_traces
+from macsql.serving.errors import SERVER_RUNS_KEY, NoServerAnswers
 
 
 def base_record(item: EvalItem) -> dict[str, Any]:
@@ -117,6 +118,8 @@ async def _predict(
             out = await (
                 asyncio.wait_for(call, options.item_timeout) if options.item_timeout else call
             )
+        except NoServerAnswers:  # not the item's failure: it gets no record, --resume runs it
+            raise
         except TimeoutError as exc:
             cancel.set()
             limit = options.item_timeout or 0.0
@@ -133,7 +136,7 @@ async def _predict(
         return _failed(f"pipeline returned {type(out).__name__}, not a dict")
     status = out.get("status") or ("ok" if out.get("sql") else "failed")
     standalone = {"standalone_question": out.get("standalone_question")} if config else {}
-    return {
+    record = {
         **standalone,
         "prediction": str(out.get("sql") or ""),
         "status": status,
@@ -145,6 +148,9 @@ async def _predict(
         # Replies an agent could not use as asked (no SQL, unreadable JSON, cut off, ...).
         "fallbacks": out.get("fallbacks") or [],
     }
+    if SERVER_RUNS_KEY in out:  # through a server: runs it took (more than 1 after a loss)
+        record[SERVER_RUNS_KEY] = out[SERVER_RUNS_KEY]
+    return record
 
 
 def _failed(error: str) -> dict[str, Any]:

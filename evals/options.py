@@ -60,6 +60,14 @@ class EvalOptions:
     """Stop handing out items after this many in a row got no SQL because their model call
     failed (0: never); the run then exits non-zero and `--resume` continues it."""
 
+    servers: tuple[str, ...] = ()
+    """macsql servers (`macsql serve`, one database behind them) to run each item on instead of
+    in this process: a background run per item, `concurrency` of them in flight."""
+    server_token: str | None = None
+    """Bearer token for servers started with `--auth token`."""
+    server_retries: int = 3
+    """Runs again, on a live server, of an item whose run was lost with its server process."""
+
     @property
     def mode(self) -> str:
         return "gold" if self.gold else self.pipeline

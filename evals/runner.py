@@ -113,6 +113,9 @@ async def _run_locked(
         write_conversation_reports(out, summary, dataset.levels)
         return RunResult(out, summary, scored)
     items = dataset.items[: options.limit] if options.limit else dataset.items
+    servers = await _server_pipeline(options) if options.servers and not options.gold else None
+    if servers is not None and graph is None:
+        graph = servers[0]
     records = prepare_out_dir(options, out)
     keep_traces_of(out / TRACES_FILE, records)  # a trace whose item has no result is rerun
     write_run_file(out, options, started=True)
@@ -128,7 +131,8 @@ async def _run_locked(
     live = [item for item in pending if not item.skipped]
     with collector_tuned_for_batch():
         wanted = min(options.processes, len(live), options.concurrency)
-        processes = 1 if options.gold else max(1, wanted)
+        # Through servers this process only waits: the servers' workers do the work.
+        processes = 1 if options.gold or servers else max(1, wanted)
         # Children start before this process starts any thread, so that they can be forked.
         pool = WorkerPool(live, options, dataset.name, graph, processes) if processes > 1 else None
         loop = asyncio.get_running_loop()
@@ -142,6 +146,9 @@ async def _run_locked(
         )
 
         watch = FailureWatch(0 if options.gold else options.stop_after_failures)
+
+        def stopped() -> bool:
+            return watch.tripped or (servers is not None and servers[1].gave_up is not None)
 
         def finish(record: dict[str, Any]) -> None:
             calls = record.pop(TRACE_KEY, None)
@@ -162,7 +169,7 @@ async def _run_locked(
                     finish(skipped_record(item))
             if pool is None:
                 share = max(1, options.concurrency)
-                source = until_stopped(list_source(live), lambda: watch.tripped)
+                source = until_stopped(list_source(live), stopped)
                 await run_items(source, options, graph, context, scorer, share, finish)
             else:
                 await pool.run(context, scorer, finish)
@@ -178,6 +185,8 @@ async def _run_locked(
                 pool.close(at_once=interrupted)
             if interrupted:  # nodes still running in threads: nobody waits for them
                 executor.shutdown(wait=False, cancel_futures=True)
+            if servers is not None:
+                await servers[1].aclose()
 
     scope = [records[i.index] for i in items if i.index in records]
     ratios: dict[int, float] | None = None
@@ -195,13 +204,35 @@ async def _run_locked(
         wall_time_total_s=run_info.get("wall_time_total_s", wall),
         ves_ratios=ratios,
     )
-    summary["stopped_early"] = watch.reason
-    summary["problem"] = run_problem(scope, n_items=len(items), stopped=watch.reason)
+    stop_reason = watch.reason
+    if stop_reason is None and servers is not None and servers[1].gave_up:
+        stop_reason = f"stopped early: {servers[1].gave_up}"
+    summary["stopped_early"] = stop_reason
+    summary["problem"] = run_problem(scope, n_items=len(items), stopped=stop_reason)
     summary["unpredicted"] = len(items) - len(scope) + sum(unpredicted(r) for r in scope)
     write_predictions(dataset, items, records, out)
     write_reports(out, summary, dataset.levels)
     executor.shutdown(wait=False)
     return RunResult(out, summary, {r["index"]: r for r in scope})
+
+
+async def _server_pipeline(options: EvalOptions) -> tuple[Any, Any]:
+    """The pipeline on `options.servers`, checked to be served there (`NoServerAnswers` when
+    it is not), and the client whose `gave_up` says when no server answers any more."""
+    from macsql.serving.client import ServerGraph, ServerRuns
+
+    runs = ServerRuns(
+        options.servers,
+        concurrency=options.concurrency,
+        token=options.server_token,
+        retries=options.server_retries,
+    )
+    try:
+        await runs.check(options.pipeline)
+    except BaseException:
+        await runs.aclose()
+        raise
+    return ServerGraph(runs, options.pipeline), runs
 
 
 def run_eval_sync(options: EvalOptions, *, graph: Any = None) -> RunResult:

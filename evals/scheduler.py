@@ -33,6 +33,7 @@ from macsql.evals.scoring import Scorer
 from macsql.graph.registry import resolve_pipeline
 from macsql.llm.cache import enable_llm_cache
 from macsql.llm.request_slots import limit_model_requests
+from macsql.serving.errors import NoServerAnswers
 
 Emit = Callable[[dict[str, Any]], None]
 ItemSource = Callable[[], Awaitable["EvalItem | None"]]
@@ -102,7 +103,11 @@ async def run_items(
 
     async def worker() -> None:
         while (item := await next_item()) is not None:
-            emit(await predict_and_score(item, options, graph, context, scorer))
+            try:
+                record = await predict_and_score(item, options, graph, context, scorer)
+            except NoServerAnswers:
+                continue  # no server ran it: no record, so that --resume runs it
+            emit(record)
 
     workers = max(1, concurrency) if options.gold else items_in_flight(concurrency)
     with limit_model_requests(max(1, concurrency)):

@@ -1,0 +1,339 @@
+"""Benchmark: runs through `macsql serve` (Aegra on PostgreSQL) with 1, 2 and 4 worker processes,
+against the same graph in-process.
+
+Run: MACSQL_PG_URL=postgresql://... python benchmarks/bench_server.py [--workers 1 2 4]
+     [--delay 0.2] [--runs 240] [--per-worker 4] [--sequential 40]
+
+A scripted OpenAI-compatible model in its own process answers every call after `--delay`
+seconds (200 ms) with one SQL query. The MAC-SQL pipeline answers one question on the demo
+database (one model call per run, no Selector).
+
+- Throughput: for each worker count N, a fresh `macsql serve --workers N` on a fresh database;
+  a warm-up, then `--runs` runs through `macsql.serving.client.ServerRuns` (what
+  `eval --server` uses: a background run, then a join), `--per-worker` x N of them in flight,
+  like a server's jobs per worker. Prints runs/s and p50/p99 latency (create to output), and
+  for one worker also with the most workers' runs in flight, which tells what more workers give
+  beyond more runs in flight.
+- Overhead: `--sequential` runs one at a time through the server (1 worker) and the same
+  compiled graph in this process with the same model: the difference of the p50s is what the
+  server adds to a run.
+
+The server, its PostgreSQL, the model and this client share the machine's cores: the load
+average before and after each measurement is printed, since other work on the machine moves
+the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTION = "How many books are there?"
+SQL = "SELECT count(*) FROM book"
+
+
+# --- the model server (child process) --------------------------------------------------------
+
+
+def serve_model(delay: float) -> None:
+    from macsql.testing.scripted import ScriptedOpenAIServer
+
+    reply = f"SQL\n```sql\n{SQL}\n```\nQuestion Solved."
+    with ScriptedOpenAIServer({"decomposer": reply}, delay=delay) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+@contextmanager
+def model_server(delay: float) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-model", "--delay", str(delay)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc.stdout.readline().strip()  # type: ignore[union-attr]
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.wait(timeout=30)
+
+
+# --- the macsql server -----------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def fresh_database(admin_url: str) -> Iterator[str]:
+    import psycopg
+    from psycopg import sql
+
+    name = f"macsql_bench_{uuid.uuid4().hex[:8]}"
+    admin = _libpq(admin_url)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield _libpq(admin_url, name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+            conn.execute(drop.format(sql.Identifier(name)))
+
+
+def _libpq(url: str, database: str | None = None) -> str:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url).set(drivername="postgresql")
+    if database:
+        parsed = parsed.set(database=database)
+    return parsed.render_as_string(hide_password=False)
+
+
+def group_cpu_seconds(group: int) -> float:
+    """CPU seconds (user + system) of the live processes in process group `group` (Linux)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:  # pgrp, the 5th field of stat
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+@contextmanager
+def macsql_server(database_url: str, workers: int, log: Path) -> Iterator[tuple[str, int]]:
+    import httpx
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_"))}
+    env["LANGSMITH_TRACING"] = "false"
+    command = [
+        sys.executable,
+        "-m",
+        "macsql.cli.main",
+        "serve",
+        "--database-url",
+        database_url,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"macsql serve did not start; see {log}")
+            try:
+                if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        yield url, proc.pid
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# --- measurements ----------------------------------------------------------------------------
+
+
+def _context(base_url: str) -> dict[str, Any]:
+    return {"model": "openai:scripted", "base_url": base_url, "api_key": "sk-bench"}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def through_server(
+    url: str, db: str, base_url: str, runs: int, in_flight: int
+) -> tuple[float, list[float]]:
+    """Wall time and per-run latencies of `runs` runs, `in_flight` at a time."""
+    from macsql.serving.client import ServerRuns
+
+    client = ServerRuns([url], concurrency=in_flight, retries=0)
+    context = _context(base_url)
+    latencies: list[float] = []
+    slots = asyncio.Semaphore(in_flight)  # a run's latency counts from when it may start
+
+    async def one() -> None:
+        async with slots:
+            started = time.perf_counter()
+            outcome = await client.run("macsql", {"question": QUESTION, "db": db}, context)
+            latencies.append(time.perf_counter() - started)
+        if outcome.output.get("status") != "ok":
+            raise SystemExit(f"a run failed: {outcome.output.get('error')}")
+
+    try:
+        started = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(runs)))
+        return time.perf_counter() - started, latencies
+    finally:
+        await client.aclose()
+
+
+async def in_process(db: str, base_url: str, runs: int) -> tuple[list[float], float]:
+    """Latencies of `runs` runs one at a time in this process, and CPU seconds per run."""
+    from macsql.core.context import build_context
+    from macsql.graph.registry import get_pipeline
+
+    graph = get_pipeline("macsql")
+    context = build_context(model="openai:scripted", base_url=base_url, api_key="sk-bench")
+    await graph.ainvoke({"question": QUESTION, "db": db}, context=context)  # warm
+    latencies = []
+    cpu_started = time.process_time()
+    for _ in range(runs):
+        started = time.perf_counter()
+        out = await graph.ainvoke({"question": QUESTION, "db": db}, context=context)
+        latencies.append(time.perf_counter() - started)
+        if out.get("status") != "ok":
+            raise SystemExit(f"an in-process run failed: {out.get('error')}")
+    return latencies, (time.process_time() - cpu_started) / runs
+
+
+def database_work(database_url: str) -> tuple[int, int]:
+    """Transactions committed and rows inserted so far in the server's database."""
+    import psycopg
+
+    time.sleep(1.0)  # backends report their counts to the statistics within a second
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT xact_commit, tup_inserted FROM pg_stat_database "
+            "WHERE datname = current_database()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--runs", type=int, default=240)
+    parser.add_argument("--per-worker", type=int, default=4)
+    parser.add_argument("--sequential", type=int, default=40)
+    parser.add_argument("--database-url", default=os.environ.get("MACSQL_PG_URL"))
+    parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_model:
+        serve_model(args.delay)
+        return
+    if not args.database_url:
+        raise SystemExit("needs PostgreSQL: --database-url or MACSQL_PG_URL")
+    os.environ.setdefault("MACSQL_CACHE_DIR", tempfile.mkdtemp(prefix="macsql-bench-cache-"))
+    from macsql.database.demo import ensure_demo_database
+
+    db = str(ensure_demo_database())
+    logs = Path(tempfile.mkdtemp(prefix="macsql-bench-server-"))
+    print(
+        f"model delay {args.delay * 1000:.0f} ms, {args.runs} runs per worker count, "
+        f"{args.per_worker} in flight per worker; cores {os.cpu_count()}; logs in {logs}"
+    )
+    rates: dict[int, float] = {}
+    with model_server(args.delay) as base_url:
+        for workers in args.workers:
+            in_flight = args.per_worker * workers
+            with (
+                fresh_database(args.database_url) as database_url,
+                macsql_server(database_url, workers, logs / f"w{workers}.log") as (url, group),
+            ):
+                # Warm every worker: its first runs build the schema cache and model client.
+                asyncio.run(through_server(url, db, base_url, 8 * in_flight, in_flight))
+                before = _load()
+                wall, latencies = asyncio.run(
+                    through_server(url, db, base_url, args.runs, in_flight)
+                )
+                rates[workers] = args.runs / wall
+                print(
+                    f"workers {workers}: {args.runs} runs in {wall:.2f} s = "
+                    f"{rates[workers]:.1f} runs/s, latency p50 "
+                    f"{_percentile(latencies, 0.5) * 1000:.0f} ms p99 "
+                    f"{_percentile(latencies, 0.99) * 1000:.0f} ms, {in_flight} in flight "
+                    f"({before} -> {_load()})"
+                )
+                if workers == 1 and max(args.workers) > 1:
+                    # The same worker with as many runs in flight as the most workers get:
+                    # whether more workers or only more runs in flight raise the throughput.
+                    most = args.per_worker * max(args.workers)
+                    wall, latencies = asyncio.run(
+                        through_server(url, db, base_url, args.runs, most)
+                    )
+                    print(
+                        f"workers 1 with {most} in flight: {args.runs / wall:.1f} runs/s, "
+                        f"latency p50 {_percentile(latencies, 0.5) * 1000:.0f} ms p99 "
+                        f"{_percentile(latencies, 0.99) * 1000:.0f} ms ({_load()})"
+                    )
+                if workers == 1 and args.sequential:
+                    before = _load()
+                    cpu_before = group_cpu_seconds(group)
+                    work_before = database_work(database_url)
+                    _, served = asyncio.run(through_server(url, db, base_url, args.sequential, 1))
+                    server_cpu = (group_cpu_seconds(group) - cpu_before) / args.sequential
+                    work = [
+                        (after - before_) / args.sequential
+                        for after, before_ in zip(
+                            database_work(database_url), work_before, strict=True
+                        )
+                    ]
+                    local, local_cpu = asyncio.run(in_process(db, base_url, args.sequential))
+                    p50_served = statistics.median(served) * 1000
+                    p50_local = statistics.median(local) * 1000
+                    print(
+                        f"one at a time, {args.sequential} runs: through the server p50 "
+                        f"{p50_served:.1f} ms, in-process p50 {p50_local:.1f} ms: the server "
+                        f"adds {p50_served - p50_local:.1f} ms per run ({before} -> {_load()})"
+                    )
+                    print(
+                        f"CPU per run: the server process {server_cpu * 1000:.1f} ms, the same "
+                        f"graph in-process {local_cpu * 1000:.1f} ms (with its model client); "
+                        f"the server's database per run: {work[0]:.1f} transactions (the "
+                        f"statistics' own reads among them), {work[1]:.1f} rows inserted"
+                    )
+    if 1 in rates:
+        for workers, rate in rates.items():
+            if workers != 1:
+                print(f"throughput {workers} workers / 1 worker: {rate / rates[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
