@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from macsql.core.state import ExecutionRecord, PipelineState
+from macsql.core.records import ExecutionRecord
+from macsql.core.state import PipelineState
 
 NO_SQL_MESSAGE = "the model's reply held no SQL query"
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from macsql.core.state import ExecutionRecord
+from macsql.core.records import ExecutionRecord
 from macsql.core.worker_threads import WorkerThreads
 from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
 from macsql.database.connection_errors import DatabaseUnavailableError

@@ -41,7 +41,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it on Python < 3.12
 
 from macsql.core.context import Context
-from macsql.core.state import Usage, merge_usage
+from macsql.core.records import Usage, merge_usage
 from macsql.graph.macsql_graph import graph as macsql_graph
 
 # --------------------------------------------------------------------------- shared helpers

@@ -30,7 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from macsql.core.state import Usage, merge_usage
+from macsql.core.records import Usage, merge_usage
 from macsql.core.worker_threads import WorkerThreads
 from macsql.llm.deadlines import cancel_event, deadline_of_requests
 from macsql.llm.models import ModelConfigError, endpoint_of, get_chat_model, is_registered

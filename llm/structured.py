@@ -28,7 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ValidationError
 
-from macsql.core.state import Usage
+from macsql.core.records import Usage
 from macsql.llm.settings import ModelSettings
 
 log = logging.getLogger("macsql")

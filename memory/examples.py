@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.embeddings import Embeddings
 
-from macsql.core.state import FewShot
+from macsql.core.records import FewShot
 from macsql.llm.embeddings import embeddings_named, registry_version
 from macsql.memory.similarity import BM25Index
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from macsql.core.state import Candidate, ExecutionRecord
+from macsql.core.records import Candidate, ExecutionRecord
 from macsql.database.execution import Outcome
 from macsql.prompts.error_privacy import scrub_values
 from macsql.prompts.quoting import shown_cell, shown_message, shown_name

@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from macsql.core.context import Agent, BaseContext
 from macsql.core.events import emit
 from macsql.core.failures import no_sql_execution
-from macsql.core.state import ExecutionRecord, Fallback, SqlState, Usage, merge_usage
+from macsql.core.records import ExecutionRecord, Fallback, Usage, merge_usage
+from macsql.core.state import SqlState
 from macsql.llm.agent_calls import call_agent
 from macsql.llm.calls import ModelReply
 from macsql.llm.traces import annotate_call

@@ -11,7 +11,8 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import Agent, BaseContext, ContextT, context_of
 from macsql.core.events import emit
-from macsql.core.state import ExecutionRecord, PipelineState
+from macsql.core.records import ExecutionRecord
+from macsql.core.state import PipelineState
 from macsql.llm.agent_calls import call_agent
 from macsql.prompts import render_prompt
 from macsql.prompts.results import render_result

@@ -19,7 +19,8 @@ from langgraph.types import interrupt
 
 from macsql.core.context import BaseContext, ContextT
 from macsql.core.events import emit
-from macsql.core.state import CraftedSql, DroppedCandidate, PipelineState, SqlFixState
+from macsql.core.records import CraftedSql, DroppedCandidate
+from macsql.core.state import PipelineState, SqlFixState
 
 StateT = TypeVar("StateT", bound=PipelineState)
 

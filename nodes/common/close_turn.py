@@ -25,7 +25,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from macsql.core.context import BaseContext, ContextError, ContextT, context_of
-from macsql.core.state import ConversationTurn, KeptRows, PipelineState
+from macsql.core.records import ConversationTurn
+from macsql.core.state import KeptRows, PipelineState
 
 UNFINISHED = "failed: the run did not finish"
 """The outcome of a turn whose run started and never ended."""

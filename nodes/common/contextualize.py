@@ -17,7 +17,8 @@ from langgraph.types import Overwrite
 
 from macsql.core.context import Agent, BaseContext, ContextT, context_of
 from macsql.core.events import emit
-from macsql.core.state import ConversationTurn, Fallback, PipelineState, Usage
+from macsql.core.records import ConversationTurn, Fallback, Usage
+from macsql.core.state import PipelineState
 from macsql.llm.agent_calls import call_agent
 from macsql.nodes.common.close_turn import closed_turn, on_thread, open_turn
 from macsql.prompts import render_prompt

@@ -13,7 +13,8 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import BaseContext, ContextT, context_of
 from macsql.core.events import emit
-from macsql.core.state import ExecutionRecord, PipelineState
+from macsql.core.records import ExecutionRecord
+from macsql.core.state import PipelineState
 from macsql.database.connection import DatabaseNotFoundError, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.statement_limits import statement_limits

@@ -6,7 +6,8 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import Agent, MacSqlContext, context_of
 from macsql.core.events import emit
-from macsql.core.state import Fallback, MacSqlState
+from macsql.core.records import Fallback
+from macsql.core.state import MacSqlState
 from macsql.database.schema import SchemaInfo
 from macsql.linking.selection import apply_selection
 from macsql.llm.agent_calls import call_agent

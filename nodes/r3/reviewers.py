@@ -16,7 +16,8 @@ from langgraph.types import Send
 from macsql.core.context import Agent, R3Context, context_of
 from macsql.core.events import emit
 from macsql.core.failures import model_failure
-from macsql.core.state import R3State, ReviewerComment, ReviewTask
+from macsql.core.records import ReviewerComment
+from macsql.core.state import R3State, ReviewTask
 from macsql.llm.agent_calls import call_agent
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs

@@ -17,7 +17,8 @@ from langgraph.runtime import Runtime
 from macsql.core.context import Agent, R3Context, context_of
 from macsql.core.events import emit
 from macsql.core.failures import model_failure
-from macsql.core.state import ChatTurn, R3State, ReviewerComment
+from macsql.core.records import ChatTurn, ReviewerComment
+from macsql.core.state import R3State
 from macsql.memory.examples import format_examples
 from macsql.nodes.common.approval import awaiting_approval
 from macsql.nodes.common.executor import final_fields

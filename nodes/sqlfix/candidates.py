@@ -13,7 +13,8 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import Agent, SqlFixContext, context_of
 from macsql.core.events import emit
-from macsql.core.state import Candidate, DroppedCandidate, ExecutionRecord, SqlFixState
+from macsql.core.records import Candidate, DroppedCandidate, ExecutionRecord
+from macsql.core.state import SqlFixState
 from macsql.nodes.common.executor import execute_and_analyse
 from macsql.prompts.results import PREVIEW_ROWS, ran
 

@@ -15,14 +15,8 @@ from langgraph.runtime import Runtime
 from macsql.core.context import Agent, SqlFixContext, context_of
 from macsql.core.events import emit
 from macsql.core.failures import model_failure
-from macsql.core.state import (
-    CraftedSql,
-    DroppedCandidate,
-    Fallback,
-    SqlFixState,
-    Usage,
-    merge_usage,
-)
+from macsql.core.records import CraftedSql, DroppedCandidate, Fallback, Usage, merge_usage
+from macsql.core.state import SqlFixState
 from macsql.llm.agent_calls import call_agent
 from macsql.nodes.common.approval import awaiting_approval
 from macsql.nodes.sqlfix.sql_tool import generate_sql

@@ -16,7 +16,8 @@ from langgraph.runtime import Runtime
 from macsql.core.context import Agent, SqlFixContext, context_of
 from macsql.core.events import emit
 from macsql.core.failures import model_failure
-from macsql.core.state import Candidate, ExecutionRecord, RepairFailure, SqlFixState
+from macsql.core.records import Candidate, ExecutionRecord, RepairFailure
+from macsql.core.state import SqlFixState
 from macsql.database.execution import Outcome
 from macsql.memory.repairs import (
     SHARED_NAMESPACE,

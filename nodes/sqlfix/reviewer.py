@@ -15,7 +15,8 @@ from langgraph.runtime import Runtime
 from macsql.core.context import Agent, SqlFixContext, context_of
 from macsql.core.events import emit
 from macsql.core.failures import model_failure
-from macsql.core.state import Fallback, Review, SqlFixState
+from macsql.core.records import Fallback, Review
+from macsql.core.state import SqlFixState
 from macsql.llm.agent_calls import call_agent
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs

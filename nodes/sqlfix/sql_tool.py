@@ -16,7 +16,8 @@ from langgraph.runtime import Runtime
 from macsql.core.context import Agent, SqlFixContext, context_of
 from macsql.core.events import emit
 from macsql.core.failures import NO_SQL_MESSAGE, model_failure, no_sql_execution
-from macsql.core.state import ExecutionRecord, Fallback, SqlFixState, Usage
+from macsql.core.records import ExecutionRecord, Fallback, Usage
+from macsql.core.state import SqlFixState
 from macsql.nodes.common.approval import awaiting_approval
 from macsql.nodes.common.load_schema import load_schema_node
 from macsql.nodes.macsql.decomposer import decomposer_node
