@@ -58,7 +58,7 @@ from macsql.evals.linking_recall import (
     summarise,
 )
 from macsql.linking.ranking import render_value_matches
-from macsql.nodes.common.link_schema import run_linking
+from macsql.linking.stage import run_linking
 from macsql.prompts.schema_text import render_foreign_keys, render_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -19,7 +19,7 @@ from macsql.core.context import Context
 from macsql.database.connection import resolve_database
 from macsql.database.schema import load_schema
 from macsql.database.value_index import open_value_index
-from macsql.nodes.common.link_schema import run_linking
+from macsql.linking.stage import run_linking
 
 
 def add_link_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from macsql.database.schema import SchemaInfo, load_schema
 from macsql.evals.datasets import load_dataset
 from macsql.evals.linking_recall import ItemRecall, gold_elements, kept_of, summarise
 from macsql.evals.options import EvalOptions
-from macsql.nodes.common.link_schema import run_linking
+from macsql.linking.stage import run_linking
 
 
 @dataclass

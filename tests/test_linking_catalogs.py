@@ -298,7 +298,7 @@ def test_joins_are_inferred_from_values_and_cached_with_the_index(tmp_path: Path
 
 
 def test_an_inferred_join_brings_its_table_along(tmp_path: Path) -> None:
-    from macsql.nodes.common.link_schema import run_linking
+    from macsql.linking.stage import run_linking
 
     path = _keyless_db(tmp_path / "keyless.sqlite")
     db = resolve_database(str(path))

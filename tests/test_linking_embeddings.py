@@ -14,8 +14,8 @@ from langchain_core.embeddings import Embeddings
 from macsql.core.context import Context
 from macsql.database.connection import resolve_database
 from macsql.database.schema import clear_schema_cache, load_schema
+from macsql.linking.stage import run_linking
 from macsql.llm import embeddings as embeddings_registry
-from macsql.nodes.common.link_schema import run_linking
 
 
 class _Counting(Embeddings):

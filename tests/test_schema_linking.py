@@ -420,8 +420,8 @@ class _SynonymEmbeddings(Embeddings):
 
 
 def test_embeddings_add_to_the_ranking(tmp_path: Path) -> None:
+    from macsql.linking.stage import run_linking
     from macsql.llm.embeddings import register_embeddings, unregister_embeddings
-    from macsql.nodes.common.link_schema import run_linking
 
     columns = ["id", *[f"attr_{i}" for i in range(12)], "remuneration"]
     table = _table("staff", columns)
