@@ -201,7 +201,7 @@ def _table_file_as_database(value: str) -> str:
     if not is_table_file(value):
         return value
     path = Path(value).expanduser()
-    from macsql.database.loaders.postgres import LoaderError
+    from macsql.database.loaders.plan import LoaderError
     from macsql.database.loaders.tables import cached_table_file
 
     try:

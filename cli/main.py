@@ -36,7 +36,7 @@ _LOAD_COMMANDS = ("load", "load-postgres")
 
 
 def _load_postgres_main(args: argparse.Namespace) -> int:
-    from macsql.database.loaders.postgres import main_load
+    from macsql.database.loaders.command import main_load
 
     return main_load(args.loader_args)
 

@@ -168,10 +168,10 @@ log "wrote $ENV_FILE"
 if [[ -z "${PYTHON:-}" ]]; then
     PYTHON="$(command -v python || command -v python3 || true)"
 fi
-"$PYTHON" -c "import macsql.database.loaders.postgres" 2>/dev/null \
+"$PYTHON" -c "import macsql.database.loaders.command" 2>/dev/null \
     || die "'$PYTHON' cannot import macsql; set PYTHON to the project's interpreter"
 # shellcheck disable=SC2086
-"$PYTHON" -m macsql.database.loaders.postgres --admin-url "$URL" --spider-dir "$SPIDER_DIR" \
+"$PYTHON" -m macsql.database.loaders.command --admin-url "$URL" --spider-dir "$SPIDER_DIR" \
     --grant-select-to "$READER" ${MACSQL_PG_DATABASES:-}
 
 echo "MACSQL_PG_URL=$URL"

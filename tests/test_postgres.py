@@ -26,17 +26,16 @@ from timing import generous
 from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import check_statement
-from macsql.database.loaders.postgres import (
+from macsql.database.loaders.command import main_load
+from macsql.database.loaders.plan import (
     MARKER_PREFIX,
     ColumnStats,
     LoaderError,
     choose_type,
-    copy_sqlite_to_postgres,
-    database_url,
     fold_identifier,
-    main_load,
     quote_ident,
 )
+from macsql.database.loaders.postgres import copy_sqlite_to_postgres, database_url
 
 # --- no server needed -------------------------------------------------------------------------
 

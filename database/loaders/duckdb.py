@@ -21,18 +21,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from macsql.database.loaders.postgres import (
+from macsql.database.loaders.plan import (
     LOADER_VERSION,
     MARKER_PREFIX,
     LoaderError,
     LoadReport,
     TablePlan,
-    _open_sqlite,
-    _rows,
-    _sqlite_quote,
     file_sha256,
+    key_holds,
+    open_sqlite,
     plan_tables,
     quote_ident,
+    source_rows,
     sqlite_sources,
 )
 
@@ -68,19 +68,6 @@ def duckdb_target(to: str, db_id: str) -> Path:
     if names_one_file(to):
         return Path(path_text).expanduser()
     return Path(path_text).expanduser() / f"{db_id}.duckdb"
-
-
-def key_holds(conn: sqlite3.Connection, plan: TablePlan) -> bool:
-    by_name = {c.name: c.source for c in plan.columns}
-    cols = [_sqlite_quote(by_name[name]) for name in plan.primary_key]
-    table = _sqlite_quote(plan.source)
-    nulls = " OR ".join(f"{c} IS NULL" for c in cols)
-    row = conn.execute(
-        f"SELECT (SELECT count(*) FROM {table} WHERE {nulls}), "
-        f"(SELECT count(*) FROM (SELECT {', '.join(cols)} FROM {table} GROUP BY "
-        f"{', '.join(cols)} HAVING count(*) > 1))"
-    ).fetchone()
-    return row is not None and row == (0, 0)
 
 
 def _foreign_keys(
@@ -123,7 +110,7 @@ def _create_and_fill(
     row_marks = f"({', '.join('?' for _ in plan.columns)})"
     batch: list[tuple[Any, ...]] = []
     count = 0
-    for row in [*_rows(source, plan), None]:
+    for row in [*source_rows(source, plan), None]:
         if row is not None:
             batch.append(row)
         if batch and (row is None or len(batch) >= _INSERT_BATCH):
@@ -204,7 +191,7 @@ def copy_sqlite_to_duckdb(
     try:
         duck = duckdb.connect(str(partial))
         try:
-            with _open_sqlite(path) as source:
+            with open_sqlite(path) as source:
                 plans = plan_tables(source, report.warnings, numeric_text)
                 types = {
                     (plan.name, c.name): _DUCKDB_TYPES[c.pg_type]

@@ -25,17 +25,17 @@ from sqlalchemy.pool import NullPool
 
 from macsql.database.connection_errors import describe_database_error
 from macsql.database.drivers import normalise_url
-from macsql.database.loaders.duckdb import key_holds
-from macsql.database.loaders.postgres import (
+from macsql.database.loaders.plan import (
     LOADER_VERSION,
     MARKER_PREFIX,
     LoaderError,
     LoadReport,
     TablePlan,
-    _open_sqlite,
-    _rows,
     file_sha256,
+    key_holds,
+    open_sqlite,
     plan_tables,
+    source_rows,
     sqlite_sources,
 )
 
@@ -116,7 +116,7 @@ def _create_table(cur: Any, source: Any, plan: TablePlan, report: LoadReport) ->
     insert = f"INSERT INTO {quote_mysql(plan.name)} VALUES "
     batch: list[tuple[Any, ...]] = []
     count = 0
-    for row in [*_rows(source, plan), None]:
+    for row in [*source_rows(source, plan), None]:
         if row is not None:
             batch.append(row)
         if batch and (row is None or len(batch) >= _INSERT_BATCH):
@@ -217,7 +217,7 @@ def copy_sqlite_to_mysql(
                     f"CREATE DATABASE {quote_mysql(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
                 )
                 cur.execute(f"USE {quote_mysql(name)}")
-                with _open_sqlite(path) as source:
+                with open_sqlite(path) as source:
                     plans = plan_tables(source, report.warnings, numeric_text)
                     for plan in plans:
                         _create_table(cur, source, plan, report)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from macsql.database.file_kinds import file_kind
-from macsql.database.loaders.postgres import LoaderError
+from macsql.database.loaders.plan import LoaderError
 
 TableSource = Any
 """A CSV or Parquet path (str or Path), or a pandas DataFrame."""

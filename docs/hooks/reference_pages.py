@@ -63,7 +63,7 @@ def _help_text(parser: Any) -> str:
 def cli_page() -> str:
     from macsql.cli import exit_codes
     from macsql.cli.main import build_parser
-    from macsql.database.loaders.postgres import build_parser as load_parser
+    from macsql.database.loaders.command import build_parser as load_parser
 
     os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal; the page has one width
     top = build_parser()
