@@ -2,9 +2,9 @@
 
 It lives in LangGraph's store (`BaseStore`), under `REPAIR_NAMESPACE`: the store the graph was
 compiled with (a persistent one in production, the LangGraph server's own under `langgraph dev`),
-else a process-wide `InMemoryStore`. The SQLRefiner retrieves the repairs whose questions are most
-like the current one: by the store's semantic search when the store has an embedding index, else
-lexically (BM25).
+else an in-memory store of the run's own (`store_of`). The SQLRefiner retrieves the repairs
+whose questions are most like the current one: by the store's semantic search when the store has
+an embedding index, else lexically (BM25).
 
 The paper builds this memory by running the SQL generator over a training set and keeping its
 mistakes with the gold SQL as the fix; `seed_repair_memory` loads such pairs, and
@@ -41,7 +41,6 @@ _RECORDED = (*REPAIR_NAMESPACE, "recorded")
 _ALL_USERS = "all-users"
 _PAGE = 500
 
-_default_store = InMemoryStore()
 # The files already loaded into each store, by the store object itself: an id() could be reused
 # by a new store once the old one is gone, which would then never be seeded.
 _seeded: weakref.WeakKeyDictionary[BaseStore, set[tuple[str, float]]] = weakref.WeakKeyDictionary()
@@ -50,13 +49,21 @@ _seed_lock = threading.Lock()
 RepairPair = Mapping[str, Any] | Sequence[str]
 
 
-def default_store() -> BaseStore:
-    """The process-wide in-memory store used when the graph was compiled without one."""
-    return _default_store
+_RUN_STORE_KEY = "_macsql_repair_store"
 
 
 def store_of(runtime: Any) -> BaseStore:
-    return getattr(runtime, "store", None) or _default_store
+    """The graph's store; for a graph compiled without one, an in-memory store of the run's own,
+    kept on its Context object (one eval, one `ask`, one server request: what a run shares),
+    so that nothing a run records outlives it or reaches another run in the process."""
+    store = getattr(runtime, "store", None)
+    if store is not None:
+        return store
+    context = getattr(runtime, "context", None)
+    if not hasattr(context, "__dict__"):  # no Context object (none, or JSON): this call's own
+        return InMemoryStore()
+    kept: BaseStore = vars(context).setdefault(_RUN_STORE_KEY, InMemoryStore())
+    return kept
 
 
 def _normalise_pair(pair: RepairPair) -> dict[str, str]:

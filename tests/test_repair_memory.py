@@ -94,3 +94,22 @@ def test_a_new_store_is_seeded_even_when_it_reuses_an_old_ones_id(
     seed_repair_memory(second, [("Another question", "SELECT 5", "SELECT 6")])
     ensure_seeded(second, str(memory))  # once per store and file version: nothing reloaded
     assert len(all_repairs(second)) == 4
+
+
+def test_without_a_graph_store_a_run_keeps_its_repairs_to_itself() -> None:
+    """No process-wide fallback: two runs (two Context objects) never share a store, and one
+    run's nodes share one."""
+    from types import SimpleNamespace
+
+    from macsql.core.context import Context
+    from macsql.memory.repairs import store_of
+
+    first, second = Context(), Context()
+    one = store_of(SimpleNamespace(store=None, context=first))
+    assert store_of(SimpleNamespace(store=None, context=first)) is one
+    assert store_of(SimpleNamespace(store=None, context=second)) is not one
+    given = InMemoryStore()
+    assert store_of(SimpleNamespace(store=given, context=first)) is given
+    # A context given as JSON (a server) has nowhere to keep one: the call gets its own.
+    as_json = SimpleNamespace(store=None, context={"model": "m"})
+    assert store_of(as_json) is not store_of(as_json)
