@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import warnings
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property, wraps
@@ -181,8 +181,20 @@ def once_per_schema(compute: Callable[[SchemaInfo], T]) -> Callable[[SchemaInfo]
 
 # --------------------------------------------------------------------------- building
 
-_cache: dict[tuple[Any, ...], SchemaInfo] = {}
+_cache: OrderedDict[tuple[Any, ...], SchemaInfo] = OrderedDict()
 _cache_lock = threading.Lock()
+_CACHE_SIZE = 256
+"""Schemas kept in memory, least recently used first out: a key holds the database's version
+(file time or server identity), so a long-lived process that sees many databases, or one
+database edited often, keeps the recent ones only (the disk cache keeps the rest)."""
+
+
+def _remember(key: tuple[Any, ...], schema: SchemaInfo) -> None:
+    with _cache_lock:
+        _cache[key] = schema
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
 
 
 def _cache_dir() -> Path | None:
@@ -198,6 +210,8 @@ def load_schema(
     key = (db.identity(), db.dialect, num_examples, sample_rows, SCHEMA_FORMAT_VERSION)
     with _cache_lock:
         hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
     if hit is not None:
         return hit
     folder = _cache_dir()
@@ -211,12 +225,10 @@ def load_schema(
             except (ValueError, KeyError, TypeError):
                 schema = None  # a corrupt cache file is rebuilt below
             if schema is not None:
-                with _cache_lock:
-                    _cache[key] = schema
+                _remember(key, schema)
                 return schema
     schema = build_schema(db, num_examples=num_examples, sample_rows=sample_rows, timeout=timeout)
-    with _cache_lock:
-        _cache[key] = schema
+    _remember(key, schema)
     if path is not None:
         with contextlib.suppress(OSError):  # a read-only home must not stop a query
             write_text_atomically(

@@ -3,6 +3,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 from conftest import concert_db
 
 from macsql.database.connection import resolve_database
@@ -122,3 +123,26 @@ def test_cache_is_keyed_by_modification_time(tmp_path: Path, fresh_schema_cache:
     second = load_schema(resolve_database(str(path)))
     assert second is not first
     assert second.table("extra") is not None
+
+
+def test_the_memory_cache_keeps_the_most_recent_schemas_only(
+    tmp_path: Path, fresh_schema_cache: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from macsql.database import schema as schema_module
+
+    monkeypatch.setattr(schema_module, "_CACHE_SIZE", 2)
+    monkeypatch.setenv("MACSQL_SCHEMA_CACHE", "0")
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"db{i}.sqlite"
+        conn = sqlite3.connect(path)
+        conn.execute(f"CREATE TABLE t{i} (a INTEGER)")
+        conn.commit()
+        conn.close()
+        paths.append(path)
+    first = load_schema(resolve_database(str(paths[0])))
+    load_schema(resolve_database(str(paths[1])))
+    assert load_schema(resolve_database(str(paths[0]))) is first  # used again: most recent
+    load_schema(resolve_database(str(paths[2])))
+    assert len(schema_module._cache) == 2
+    assert load_schema(resolve_database(str(paths[0]))) is first  # kept; db1 went out
