@@ -245,7 +245,8 @@ class BaseContext:
         default=None,
         metadata=_doc(
             "Embeddings fused with the lexical column ranking by rank ('glove' for the "
-            "offline GloVe word vectors of the `glove` extra, 'provider:name' for langchain's "
+            "offline GloVe word vectors of the `glove` extra, 'minilm' for the offline "
+            "sentence model of the `minilm` extra, 'provider:name' for langchain's "
             "init_embeddings, or a name given to register_embeddings); empty means lexical "
             "ranking only. A schema's embeddings are computed once per schema version and "
             "cached on disk beside the value index."

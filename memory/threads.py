@@ -17,7 +17,7 @@ these savers; a run interrupted for approval still resumes (its checkpoint is th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,19 +43,34 @@ class PruningSqliteSaver(SqliteSaver):
     ) -> RunnableConfig:
         saved = super().put(config, checkpoint, metadata, new_versions)
         if _top_level(config):
-            thread = str(saved["configurable"]["thread_id"])
-            with self.cursor() as cur:
-                newest = cur.execute(
-                    "SELECT max(checkpoint_id) FROM checkpoints "
-                    "WHERE thread_id = ? AND checkpoint_ns = ''",
-                    (thread,),
-                ).fetchone()[0]
-                for table in ("checkpoints", "writes"):
-                    cur.execute(
-                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ?",
-                        (thread, newest),
-                    )
+            self._prune(str(saved["configurable"]["thread_id"]))
         return saved
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        super().put_writes(config, writes, task_id, task_path)
+        # Writes that arrive after a newer checkpoint was saved belong to one already pruned.
+        self._prune(str(config["configurable"]["thread_id"]))
+
+    def _prune(self, thread: str) -> None:
+        with self.cursor() as cur:
+            newest = cur.execute(
+                "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? "
+                "AND checkpoint_ns = ''",
+                (thread,),
+            ).fetchone()[0]
+            if newest is None:
+                return
+            for table in ("checkpoints", "writes"):
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ?",
+                    (thread, newest),
+                )
 
 
 class PruningInMemorySaver(InMemorySaver):
@@ -72,6 +87,20 @@ class PruningInMemorySaver(InMemorySaver):
         if _top_level(config):
             self._keep_only_newest(str(saved["configurable"]["thread_id"]))
         return saved
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        super().put_writes(config, writes, task_id, task_path)
+        # Writes that arrive after a newer checkpoint was saved belong to one already pruned.
+        thread = str(config["configurable"]["thread_id"])
+        top = self.storage[thread].get("") if thread in self.storage else None
+        if top and config["configurable"]["checkpoint_id"] < max(top):
+            self._keep_only_newest(thread)
 
     def _keep_only_newest(self, thread_id: str) -> None:
         namespaces = self.storage[thread_id]

