@@ -24,6 +24,7 @@ from conftest import SPIDER, concert_db
 from mysql_support import admin_connection, allow_privileged, database_url
 from pg_support import writable_engine
 from sqlalchemy import text
+from timing import generous
 
 from macsql.database import duckdb_backend
 from macsql.database.connection import (
@@ -51,7 +52,7 @@ def _quiet_after(
     for sql in statements:
         started = time.monotonic()
         result = run(sql)
-        assert time.monotonic() - started <= TIMEOUT + 0.5, (sql, result)
+        assert time.monotonic() - started <= generous(TIMEOUT + 0.5), (sql, result)
         assert result.outcome in (Outcome.TIMEOUT, Outcome.REJECTED, Outcome.TOO_LARGE), (
             sql,
             result,
@@ -218,7 +219,7 @@ def test_a_server_that_never_answers_costs_at_most_the_timeout(
     started = time.monotonic()
     with pytest.raises(DatabaseUnavailableError, match="did not answer within 1s"):
         check_database(ref, timeout=TIMEOUT)
-    assert time.monotonic() - started < TIMEOUT + 0.5
+    assert time.monotonic() - started < generous(TIMEOUT + 0.5)
     done: dict[str, Any] = {}
     worker = threading.Thread(
         target=lambda: done.setdefault("result", execute_sql(ref, "SELECT 1", timeout=TIMEOUT)),
@@ -228,7 +229,7 @@ def test_a_server_that_never_answers_costs_at_most_the_timeout(
     worker.start()
     worker.join(5)
     assert not worker.is_alive(), "execute_sql waited on a silent server past its timeout"
-    assert time.monotonic() - started < TIMEOUT + 0.6
+    assert time.monotonic() - started < generous(TIMEOUT + 0.6)
     assert done["result"].outcome == Outcome.TIMEOUT
 
 
@@ -428,5 +429,5 @@ def test_a_database_of_many_slow_views_costs_one_sampling_budget(tmp_path: Path)
     elapsed = time.monotonic() - started
     get_engine(ref).dispose()
     assert len(schema.tables) == 21
-    assert elapsed < 3 * TIMEOUT, f"sampling took {elapsed:.1f}s"  # not one timeout per view
+    assert elapsed < generous(3 * TIMEOUT), f"sampling took {elapsed:.1f}s"  # not one per view
     assert any("no value examples for" in note for note in schema.notes), schema.notes
