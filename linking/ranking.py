@@ -784,185 +784,229 @@ def _assemble(
     budget: LinkBudget,
 ) -> tuple[dict[str, set[str]], list[str], int]:
     """Columns best first, with keys and join paths, while the budget allows; then the other
-    columns of the kept tables."""
-    groups = model.groups
-    group_rel = ranking.group
-    table_rel = ranking.table
-    by_name = model.by_name
-    forced = {(m.table, m.column) for m in values}
+    columns of the kept tables, then the other tables of the kept groups."""
+    assembly = _Assembly(schema, model, ranking, scores, values, budget)
+    assembly.take_columns_best_first()
+    assembly.complete_kept_tables()
+    assembly.fill_kept_groups()
+    assembly.complete_kept_tables()  # the tables a join path brought with their keys alone
+    if assembly.skipped_groups:
+        assembly.notes.append(
+            f"{len(assembly.skipped_groups)} groups far less relevant than the best left out"
+        )
+    return assembly.kept, assembly.notes, assembly.used_chars
 
-    def tie(key: tuple[str, str]) -> tuple[Any, ...]:
+
+class _Assembly:
+    """What the linked schema holds so far, and what it has cost of the budget."""
+
+    def __init__(
+        self,
+        schema: SchemaInfo,
+        model: _Model,
+        ranking: Ranking,
+        scores: dict[tuple[str, str], float],
+        values: list[ValueMatch],
+        budget: LinkBudget,
+    ) -> None:
+        self.model = model
+        self.ranking = ranking
+        self.budget = budget
+        self.forced = {(m.table, m.column) for m in values}
+        self.group_order = {
+            g: i
+            for i, g in enumerate(sorted(ranking.group, key=lambda g: (-ranking.group[g], g == "")))
+        }
+        # Groups first: the best group's columns, best first, then the next group's.
+        self.order = sorted(
+            (k for k in scores if scores[k] > 0 or k in self.forced),
+            key=lambda k: (
+                k not in self.forced,
+                self.group_order.get(model.groups.of.get(k[0], ""), 0),
+                -scores[k],
+                *self._tie(k),
+            ),
+        )
+        if not self.order:  # the question names nothing: the schema's order, narrow tables first
+            self.order = sorted(model.position, key=self._tie)
+        self.table_rank = {t: i for i, t in enumerate(dict.fromkeys(t for t, _ in self.order))}
+        self.kept: dict[str, set[str]] = {}
+        self.notes: list[str] = []
+        self.used_cols = 0
+        self.used_chars = sum(len(_value_line(m, schema.dialect)) + 1 for m in values)
+        self.kept_lines: set[ForeignKey] = set()
+        self.kept_groups: set[str] = set()
+        self.skipped_groups: set[str] = set()
+        self.kept_by_group: dict[str, set[str]] = {}
+        self.narrowest = min(model.width.values(), default=0)
+
+    def _tie(self, key: tuple[str, str]) -> tuple[Any, ...]:
         table = key[0]
         return (
-            -table_rel.get(table, 0.0),
-            -group_rel.get(groups.of.get(table, ""), 0.0),
-            model.position[key],
-            len(by_name[table].columns),
+            -self.ranking.table.get(table, 0.0),
+            -self.ranking.group.get(self.model.groups.of.get(table, ""), 0.0),
+            self.model.position[key],
+            len(self.model.by_name[table].columns),
         )
 
-    # Groups first: the best group's columns, best first, then the next group's.
-    group_order = {
-        g: i for i, g in enumerate(sorted(group_rel, key=lambda g: (-group_rel[g], g == "")))
-    }
-    order = sorted(
-        (k for k in scores if scores[k] > 0 or k in forced),
-        key=lambda k: (
-            k not in forced,
-            group_order.get(groups.of.get(k[0], ""), 0),
-            -scores[k],
-            *tie(k),
-        ),
-    )
-    if not order:  # the question names nothing: the schema's own order, narrow tables first
-        order = sorted(model.position, key=tie)
-    table_rank = {t: i for i, t in enumerate(dict.fromkeys(t for t, _ in order))}
-    kept: dict[str, set[str]] = {}
-    notes: list[str] = []
-    used_cols = 0
-    used_chars = sum(len(_value_line(m, schema.dialect)) + 1 for m in values)
-    kept_lines: set[ForeignKey] = set()
+    def _full(self) -> bool:
+        return self.budget.max_chars - self.used_chars < self.narrowest
 
-    def lines_for(additions: dict[str, set[str]]) -> list[ForeignKey]:
+    def _lines_for(self, additions: dict[str, set[str]]) -> list[ForeignKey]:
+        """The key lines the additions bring: joins whose both columns will be kept."""
+        kept = self.kept
         tables = set(kept) | set(additions)
         out = []
         for t in additions:
-            for other, col, other_col in model.adjacency.edges.get(t, []):
+            for other, col, other_col in self.model.adjacency.edges.get(t, []):
                 if other not in tables:
                     continue
-                for fk in _edge(model, t, col, other, other_col):
+                for fk in _edge(self.model, t, col, other, other_col):
                     has = fk.column in kept.get(fk.table, set()) | additions.get(fk.table, set())
                     ref = additions.get(fk.ref_table, set()) | kept.get(fk.ref_table, set())
-                    if has and fk.ref_column in ref and fk not in kept_lines:
+                    if has and fk.ref_column in ref and fk not in self.kept_lines:
                         out.append(fk)
         return list(dict.fromkeys(out))
 
-    def cost(additions: dict[str, set[str]]) -> tuple[int, int, list[ForeignKey]]:
+    def _cost(self, additions: dict[str, set[str]]) -> tuple[int, int, list[ForeignKey]]:
+        model = self.model
         cols = sum(len(cs) for cs in additions.values())
         size = sum(model.width[(t, c)] for t, cs in additions.items() for c in cs)
-        size += sum(TABLE_HEADER_CHARS + len(t) for t in additions if t not in kept)
-        lines = lines_for(additions)
+        size += sum(TABLE_HEADER_CHARS + len(t) for t in additions if t not in self.kept)
+        lines = self._lines_for(additions)
         size += sum(_fk_line_chars(fk) + 1 for fk in lines)
         return cols, size, lines
 
-    def add(additions: dict[str, set[str]], force: bool = False) -> bool:
-        nonlocal used_cols, used_chars
+    def add(self, additions: dict[str, set[str]], force: bool = False) -> bool:
+        """Keep the additions when they fit the budget (or when `force`d: the first column)."""
+        budget = self.budget
         additions = {
-            t: {c for c in cs if c not in kept.get(t, set())} for t, cs in additions.items()
+            t: {c for c in cs if c not in self.kept.get(t, set())} for t, cs in additions.items()
         }
-        additions = {t: cs for t, cs in additions.items() if cs or t not in kept}
-        least = sum(model.width[(t, c)] for t, cs in additions.items() for c in cs)
-        if not force and used_chars + least > budget.max_chars:
+        additions = {t: cs for t, cs in additions.items() if cs or t not in self.kept}
+        least = sum(self.model.width[(t, c)] for t, cs in additions.items() for c in cs)
+        if not force and self.used_chars + least > budget.max_chars:
             return False  # cannot fit whatever its key lines cost
-        add_cols, add_chars, lines = cost(additions)
-        fits = used_chars + add_chars <= budget.max_chars and (
-            not budget.max_columns or used_cols + add_cols <= budget.max_columns
+        add_cols, add_chars, lines = self._cost(additions)
+        fits = self.used_chars + add_chars <= budget.max_chars and (
+            not budget.max_columns or self.used_cols + add_cols <= budget.max_columns
         )
         if not fits and not force:
             return False
         if not fits:
             first = next(iter(additions))
-            notes.append(
+            self.notes.append(
                 f"the budget is smaller than the best column with its keys: kept "
                 f"{first}.{', '.join(sorted(additions[first]))} anyway"
             )
         for t, cs in additions.items():
-            kept.setdefault(t, set()).update(cs)
-        kept_lines.update(lines)
-        used_cols += add_cols
-        used_chars += add_chars
+            self.kept.setdefault(t, set()).update(cs)
+        self.kept_lines.update(lines)
+        self.used_cols += add_cols
+        self.used_chars += add_chars
         return True
 
-    kept_groups: set[str] = set()
-    skipped_groups: set[str] = set()
-    kept_by_group: dict[str, set[str]] = {}
-    narrowest = min(model.width.values(), default=0)
-    for table_name, column_name in order:
-        if budget.max_chars - used_chars < narrowest:
-            break  # full: nothing more can fit
-        if column_name in kept.get(table_name, set()):
-            continue
-        additions: dict[str, set[str]] = {table_name: {column_name}}
-        group = groups.of.get(table_name, "")
-        named = table_name in ranking.named
-        if group in skipped_groups and not named and (table_name, column_name) not in forced:
-            continue
-        if table_name not in kept:
-            if column_name in model.primary[table_name]:
-                continue  # a key alone says nothing: its table comes with a column it has
-            additions[table_name] |= model.primary[table_name]
-            same_group = kept_by_group.get(group, set())
-            if not same_group:
-                if (
-                    kept_groups
-                    and group_rel.get(group, 0.0) < GROUP_MARGIN
-                    and not named
-                    and (table_name, column_name) not in forced
-                ):
-                    skipped_groups.add(group)
-                    continue
-            else:
-                joins = model.adjacency.path(table_name, same_group, table_rank)
-                if joins is None and not named and group in model.group_edges:
-                    notes.append(f"{table_name} cannot be joined to the kept tables: left out")
-                    continue
-                for a, a_col, b, b_col in joins or []:
-                    additions.setdefault(a, set()).add(a_col)
-                    additions.setdefault(b, set()).add(b_col)
-                    for t in (a, b):
-                        if t not in kept:
-                            additions[t] |= model.primary[t]
-                # Every key between the new table and the kept ones, not only the shortest path.
-                for other, col, other_col in model.adjacency.edges.get(table_name, []):
-                    if other in kept:
-                        additions[table_name].add(col)
-                        additions.setdefault(other, set()).add(other_col)
-        if not add(additions, force=not kept):
-            continue
+    def _with_join_path(
+        self, additions: dict[str, set[str]], joins: list[tuple[str, str, str, str]]
+    ) -> None:
+        for a, a_col, b, b_col in joins:
+            additions.setdefault(a, set()).add(a_col)
+            additions.setdefault(b, set()).add(b_col)
+            for t in (a, b):
+                if t not in self.kept:
+                    additions[t] |= self.model.primary[t]
+
+    def _remember_kept(self, additions: dict[str, set[str]]) -> None:
         for t in additions:
-            kept_by_group.setdefault(groups.of.get(t, ""), set()).add(t)
-        kept_groups.add(group)
-        if budget.max_columns and used_cols >= budget.max_columns:
-            break
+            self.kept_by_group.setdefault(self.model.groups.of.get(t, ""), set()).add(t)
 
-    # What is left goes to the other columns of the kept tables, the most relevant first.
-    def complete_kept_tables() -> None:
-        for table_name in sorted(kept, key=lambda t: (table_rank.get(t, 1 << 30), model.index[t])):
-            if budget.max_chars - used_chars < narrowest:
-                return
-            rest = [c.name for c in by_name[table_name].columns if c.name not in kept[table_name]]
-            if rest and not add({table_name: set(rest)}):
-                for name in rest:
-                    add({table_name: {name}})
-
-    complete_kept_tables()
-    # Then the other tables of the kept groups, the best group first, each whole with its join
-    # path: a question is about one database, and what fits of it is worth more than another
-    # database's best guess.
-    for group in sorted(kept_groups, key=lambda g: group_order.get(g, 0)):
-        pending = [t for t in model.members.get(group, []) if t not in kept]
-        for table_name in sorted(pending, key=lambda t: (-table_rel.get(t, 0.0), model.index[t])):
-            if budget.max_chars - used_chars < narrowest:
+    def take_columns_best_first(self) -> None:
+        """Each column in rank order, with its table's keys and the join path to the tables
+        kept already; a group far less relevant than the best is left out unless named."""
+        model, budget = self.model, self.budget
+        for table_name, column_name in self.order:
+            if self._full():
+                break  # full: nothing more can fit
+            if column_name in self.kept.get(table_name, set()):
+                continue
+            additions = self._column_with_context(table_name, column_name)
+            if additions is None or not self.add(additions, force=not self.kept):
+                continue
+            self._remember_kept(additions)
+            self.kept_groups.add(model.groups.of.get(table_name, ""))
+            if budget.max_columns and self.used_cols >= budget.max_columns:
                 break
-            if table_name in kept or (budget.max_columns and used_cols >= budget.max_columns):
-                continue
-            same_group = kept_by_group.get(group, set())
-            joins = model.adjacency.path(table_name, same_group, table_rank)
-            if joins is None and group in model.group_edges:
-                continue
-            additions = {table_name: {c.name for c in by_name[table_name].columns}}
-            for a, a_col, b, b_col in joins or []:
-                additions.setdefault(a, set()).add(a_col)
-                additions.setdefault(b, set()).add(b_col)
-                for t in (a, b):
-                    if t not in kept:
-                        additions[t] |= model.primary[t]
-            if add(additions):
-                for t in additions:
-                    kept_by_group.setdefault(groups.of.get(t, ""), set()).add(t)
-    complete_kept_tables()  # the tables a join path brought with their keys alone
-    if skipped_groups:
-        notes.append(f"{len(skipped_groups)} groups far less relevant than the best left out")
-    return kept, notes, used_chars
+
+    def _column_with_context(self, table_name: str, column_name: str) -> dict[str, set[str]] | None:
+        """The column with what must come along (keys, a join path), or None to skip it."""
+        model, ranking = self.model, self.ranking
+        additions: dict[str, set[str]] = {table_name: {column_name}}
+        group = model.groups.of.get(table_name, "")
+        wanted = table_name in ranking.named or (table_name, column_name) in self.forced
+        if group in self.skipped_groups and not wanted:
+            return None
+        if table_name in self.kept:
+            return additions
+        if column_name in model.primary[table_name]:
+            return None  # a key alone says nothing: its table comes with a column it has
+        additions[table_name] |= model.primary[table_name]
+        same_group = self.kept_by_group.get(group, set())
+        if not same_group:
+            if self.kept_groups and ranking.group.get(group, 0.0) < GROUP_MARGIN and not wanted:
+                self.skipped_groups.add(group)
+                return None
+            return additions
+        joins = model.adjacency.path(table_name, same_group, self.table_rank)
+        if joins is None and table_name not in ranking.named and group in model.group_edges:
+            self.notes.append(f"{table_name} cannot be joined to the kept tables: left out")
+            return None
+        self._with_join_path(additions, joins or [])
+        # Every key between the new table and the kept ones, not only the shortest path.
+        for other, col, other_col in model.adjacency.edges.get(table_name, []):
+            if other in self.kept:
+                additions[table_name].add(col)
+                additions.setdefault(other, set()).add(other_col)
+        return additions
+
+    def complete_kept_tables(self) -> None:
+        """What is left goes to the other columns of the kept tables, the most relevant first."""
+        model = self.model
+        for table_name in sorted(
+            self.kept, key=lambda t: (self.table_rank.get(t, 1 << 30), model.index[t])
+        ):
+            if self._full():
+                return
+            kept = self.kept[table_name]
+            rest = [c.name for c in model.by_name[table_name].columns if c.name not in kept]
+            if rest and not self.add({table_name: set(rest)}):
+                for name in rest:
+                    self.add({table_name: {name}})
+
+    def fill_kept_groups(self) -> None:
+        """Then the other tables of the kept groups, the best group first, each whole with its
+        join path: a question is about one database, and what fits of it is worth more than
+        another database's best guess."""
+        model, budget = self.model, self.budget
+        table_rel = self.ranking.table
+        for group in sorted(self.kept_groups, key=lambda g: self.group_order.get(g, 0)):
+            pending = [t for t in model.members.get(group, []) if t not in self.kept]
+            for table_name in sorted(
+                pending, key=lambda t: (-table_rel.get(t, 0.0), model.index[t])
+            ):
+                if self._full():
+                    break
+                if table_name in self.kept or (
+                    budget.max_columns and self.used_cols >= budget.max_columns
+                ):
+                    continue
+                same_group = self.kept_by_group.get(group, set())
+                joins = model.adjacency.path(table_name, same_group, self.table_rank)
+                if joins is None and group in model.group_edges:
+                    continue
+                additions = {table_name: {c.name for c in model.by_name[table_name].columns}}
+                self._with_join_path(additions, joins or [])
+                if self.add(additions):
+                    self._remember_kept(additions)
 
 
 def _edge(model: _Model, t: str, col: str, other: str, other_col: str) -> list[ForeignKey]:
