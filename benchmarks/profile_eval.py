@@ -124,7 +124,8 @@ def _where(path: str) -> tuple[str, str]:
         rest = parts[parts.index("site-packages") + 1 :]
         return rest[0].removesuffix(".py"), "/".join(rest[1:])
     if path.startswith(str(ROOT)):
-        return "macsql", "/".join(Path(path).relative_to(ROOT).parts)
+        # The layer folders are reached through the links in macsql/: name them by the folder.
+        return "macsql", "/".join(Path(os.path.realpath(path)).relative_to(ROOT).parts)
     for i, part in enumerate(parts):
         if re.fullmatch(r"python3\.\d+", part) and i + 1 < len(parts):
             rest = parts[i + 1 :]
