@@ -1,4 +1,4 @@
-"""Benchmark: what macsql spends around the model call, per question (issue 31).
+"""Benchmark: what macsql spends around the model call, per question.
 
 Run: python benchmarks/bench_overhead.py [--limit 100] [--rounds 3] [--concurrency 1,32]
      [--no-throughput] [--throughput-only]
@@ -6,9 +6,11 @@ Run: python benchmarks/bench_overhead.py [--limit 100] [--rounds 3] [--concurren
 For the same questions (the first `--limit` Spider dev questions that have a database), in one
 process, it prints CPU and wall per question of:
 
-- `graph, in-process model`: the MAC-SQL graph's `ainvoke`, as the eval runs it, with the
-  model an in-process `ScriptedChatModel` (and, at concurrency 1, `graph.invoke, in-process
-  model`: the sync `invoke`, as `macsql ask` and most hosts call it);
+- `graph, in-process model`: the MAC-SQL graph as the eval runs it (its sync `invoke`, each
+  question in one of the event loop's threads), with the model an in-process
+  `ScriptedChatModel`; `graph.ainvoke, in-process model`: the same through the async API, as
+  an async host calls it; and, at concurrency 1, `graph.invoke, in-process model`: the sync
+  `invoke` in this thread, as `macsql ask` and most hosts call it;
 - `graph, OpenAI client`: the same through the real langchain-openai client, against a local
   scripted OpenAI-compatible server that answers at once;
 - `eval`: the whole `macsql eval` command (dataset, pipeline, scoring, results and reports),
@@ -22,7 +24,7 @@ question on the first 100 questions. The server runs in its own process, so its 
 counted; the eval's worker processes are (they have ended when their figure is taken).
 
 `eval, fresh process` runs the same command as `python -m macsql.cli.main eval`, imports
-included, once per round at the first concurrency. `--cases` picks some of the four.
+included, once per round at the first concurrency. `--cases` picks some of them.
 
 Then the eval throughput check: 972 Spider dev questions against a server that answers every
 call after 0.2 s, `--concurrency 32`, default settings; the target is a wall time within 1.1x
@@ -113,10 +115,11 @@ def _calls(out: dict[str, Any]) -> int:
 
 
 async def _graph_run(
-    items: list[dict[str, Any]], context: Any, concurrency: int
+    items: list[dict[str, Any]], context: Any, concurrency: int, use_ainvoke: bool = False
 ) -> list[dict[str, Any]]:
-    """Every item through the graph's `ainvoke`, `concurrency` at a time, in an event loop set
-    up as the eval sets up its own (the default executor sized by `node_executor`; `asyncio.run`
+    """Every item through the graph as the eval runs it (`invoke` in one of the loop's
+    threads; `ainvoke` with `use_ainvoke`), `concurrency` at a time, in an event loop set up as
+    the eval sets up its own (the default executor sized by `node_executor`; `asyncio.run`
     shuts it down, so that no thread is left to stop a later eval from forking)."""
     from macsql.evals.scheduler import node_executor
     from macsql.graph.macsql_graph import graph
@@ -132,7 +135,10 @@ async def _graph_run(
         while pending:
             item = pending.pop()
             payload = {"question": item["question"], "evidence": "", "db": _db(item)}
-            outs.append(await graph.ainvoke(payload, context=context))
+            if use_ainvoke:
+                outs.append(await graph.ainvoke(payload, context=context))
+            else:
+                outs.append(await asyncio.to_thread(graph.invoke, payload, context=context))
 
     with limit_model_requests(concurrency):
         await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -150,14 +156,18 @@ def _graph_invoke(items: list[dict[str, Any]], context: Any) -> list[dict[str, A
 
 
 def graph_figures(
-    items: list[dict[str, Any]], context: Any, concurrency: int, sync: bool = False
+    items: list[dict[str, Any]],
+    context: Any,
+    concurrency: int,
+    sync: bool = False,
+    use_ainvoke: bool = False,
 ) -> dict[str, float]:
     figures: dict[str, float] = {}
     with measured(figures, len(items)):
         if sync:
             outs = _graph_invoke(items, context)
         else:
-            outs = asyncio.run(_graph_run(items, context, concurrency))
+            outs = asyncio.run(_graph_run(items, context, concurrency, use_ainvoke))
     gold = {i["question"]: i["query"] for i in items}
     figures["calls_per_q"] = sum(_calls(o) for o in outs) / len(items)
     figures["gold_sql_share"] = sum(o.get("sql") in gold.values() for o in outs) / len(items)
@@ -290,9 +300,11 @@ def overhead(args: argparse.Namespace) -> None:
                         ),
                         ("eval", "eval", partial(eval_figures, len(items), c, base_url, work)),
                     ]
+                    async_api = partial(graph_figures, items, in_process, c, use_ainvoke=True)
+                    cases.insert(1, ("ainvoke", "graph.ainvoke, in-process model", async_api))
                     if c == 1:
                         sync = partial(graph_figures, items, in_process, 1, sync=True)
-                        cases.insert(1, ("sync", "graph.invoke, in-process model", sync))
+                        cases.insert(2, ("sync", "graph.invoke, in-process model", sync))
                     if c == levels[0]:
                         fresh = partial(fresh_eval_figures, len(items), c, base_url, work)
                         cases.append(("fresh", "eval, fresh process", fresh))
@@ -357,10 +369,11 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,32", help="comma-separated levels")
     parser.add_argument(
         "--cases",
-        default="graph,sync,client,eval,fresh",
-        help="which to run: graph (in-process model), sync (the same with the sync invoke, at "
-        "concurrency 1 only), client (OpenAI client), eval, fresh (the eval in a fresh process, "
-        "at the first concurrency only)",
+        default="graph,ainvoke,sync,client,eval,fresh",
+        help="which to run: graph (in-process model, as the eval runs it), ainvoke (the same "
+        "through the async API), sync (the sync invoke in this thread, at concurrency 1 only), "
+        "client (OpenAI client), eval, fresh (the eval in a fresh process, at the first "
+        "concurrency only)",
     )
     parser.add_argument("--json", default=None, help="also write every run's figures here")
     parser.add_argument("--no-throughput", action="store_true")

@@ -1,4 +1,4 @@
-"""Profile: where a whole `macsql eval` spends its CPU, by stage and by library (issue 31).
+"""Profile: where a whole `macsql eval` spends its CPU, by stage and by library.
 
 Run: python benchmarks/profile_eval.py [--limit 100] [--concurrency 1] [--repeat 3] [--top 30]
      [--pstats FILE]
@@ -100,9 +100,19 @@ STAGES: list[tuple[str, str, str]] = [
     ("SQL statement, worker thread", "database/execution.py", "run"),
     ("routers (graph/)", "graph/routing.py", "route"),
     (
+        "graph.invoke (one of the event loop's threads)",
+        "langgraph/pregel/main.py",
+        "CompiledStateGraph.invoke",
+    ),
+    (
         "graph.ainvoke (the event loop's thread)",
         "langgraph/pregel/main.py",
         "CompiledStateGraph.ainvoke",
+    ),
+    (
+        "  of which: routers (LangGraph's fresh read and ours)",
+        "langgraph/graph/_branch.py",
+        "BranchSpec._route",
     ),
     ("scoring", "evals/scoring.py", "Scorer.score"),
     ("results.jsonl writes", "evals/results.py", "ResultsWriter.write"),
@@ -124,7 +134,8 @@ def _where(path: str) -> tuple[str, str]:
         rest = parts[parts.index("site-packages") + 1 :]
         return rest[0].removesuffix(".py"), "/".join(rest[1:])
     if path.startswith(str(ROOT)):
-        return "macsql", "/".join(Path(path).relative_to(ROOT).parts)
+        # The layer folders are reached through the links in macsql/: name them by the folder.
+        return "macsql", "/".join(Path(os.path.realpath(path)).relative_to(ROOT).parts)
     for i, part in enumerate(parts):
         if re.fullmatch(r"python3\.\d+", part) and i + 1 < len(parts):
             rest = parts[i + 1 :]

@@ -14,21 +14,38 @@ sqlglot's own dialects serve, with one change: its MySQL writer spells `x REGEXP
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.mysql import MySQL
+from sqlglot.generator import Generator
 
 
 class ServerMySQL(MySQL):
     """MySQL as both MySQL 8 and MariaDB read it."""
 
-    # sqlglot's dialects nest their Generator classes: mypy sees the attribute, not a type.
-    class Generator(MySQL.Generator):  # type: ignore[misc,valid-type]
-        TRANSFORMS = {  # noqa: RUF012  (sqlglot's own class-level table)
-            **MySQL.Generator.TRANSFORMS,
-            exp.RegexpLike: lambda self, e: self.binary(e, "REGEXP"),
-        }
+    def generator(self, **opts: Any) -> Generator:
+        # sqlglot's compiled build (sqlglotc) refuses Python subclasses of its writers, so the
+        # one change goes into this writer's own table of handlers, not a subclass. Should a
+        # sqlglot release drop that table, every MySQL statement is refused as unwritable.
+        writer = super().generator(**opts)
+        writer._dispatch = _server_mysql_handlers(writer._dispatch)
+        return writer
+
+
+_changed: dict[int, tuple[Any, Any]] = {}
+
+
+def _server_mysql_handlers(handlers: Any) -> Any:
+    """MySQL's handlers with REGEXP written as the operator; built once per table (sqlglot
+    shares one table among the writers of a class; the entry keeps it alive, so its id
+    stays its own)."""
+    entry = _changed.get(id(handlers))
+    if entry is None or entry[0] is not handlers:
+        entry = (handlers, {**handlers, exp.RegexpLike: lambda self, e: self.binary(e, "REGEXP")})
+        _changed[id(handlers)] = entry
+    return entry[1]
 
 
 _OWN: dict[str, type[Dialect]] = {"mysql": ServerMySQL}

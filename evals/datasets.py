@@ -20,7 +20,9 @@ An item whose database is missing is kept, with ``skip_reason`` set, so a run re
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -94,7 +96,9 @@ class Dataset:
     data_dir: Path
     question_file: Path
     items: list[EvalItem]
-    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tables: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """The schema file's entries by db_id (Spider's `tables.json`); only exact-match scoring
+    reads them, so Spider's and BIRD's are read when first asked for (`TablesFile`)."""
     interactions: list[Interaction] = field(default_factory=list)
     """SParC / CoSQL: the items grouped by conversation (empty for single-question sets)."""
 
@@ -138,6 +142,32 @@ def _tables_by_db(path: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     return {entry["db_id"]: entry for entry in _read_json(path)}
+
+
+class TablesFile(Mapping[str, dict[str, Any]]):
+    """A schema file's entries by db_id, read on first use: an eval that scores by execution
+    never reads it (Spider's `tables.json` is 0.8 MB of JSON, a fixed cost of every run).
+    A file that is not valid JSON raises `DatasetError` then."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, dict[str, Any]] | None = None
+        self._lock = threading.Lock()
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            if self._entries is None:
+                self._entries = _tables_by_db(self.path)
+            return self._entries
+
+    def __getitem__(self, db_id: str) -> dict[str, Any]:
+        return self._read()[db_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 def missing_database_reason(db_id: str) -> str:
@@ -224,7 +254,7 @@ def load_spider(data_dir: str | Path, split: str = "dev", *, db_url: str | None 
         items.append(item)
     if db_url:
         _apply_db_url(items, db_url)
-    return Dataset("spider", split, root, question_file, items, _tables_by_db(root / "tables.json"))
+    return Dataset("spider", split, root, question_file, items, TablesFile(root / "tables.json"))
 
 
 def _spider_suite(main_file: Path) -> list[str] | None:
@@ -289,7 +319,7 @@ def load_bird(data_dir: str | Path, split: str = "dev", *, db_url: str | None = 
     if db_url:
         _apply_db_url(items, db_url)
     return Dataset(
-        "bird", split, root, question_file, items, _tables_by_db(_bird_tables_file(root, split))
+        "bird", split, root, question_file, items, TablesFile(_bird_tables_file(root, split))
     )
 
 

@@ -8,6 +8,8 @@ import asyncio
 import time
 from typing import Any
 
+from langgraph.pregel import Pregel
+
 from macsql.evals.datasets import EvalItem
 from macsql.evals.options import EvalOptions
 from macsql.evals.scoring import ItemScore, Reason, Scorer
@@ -113,6 +115,8 @@ async def _predict(
             call = (
                 graph.ainvoke(payload, config, context=context)
                 if config
+                else _invoke_in_a_thread(graph, payload, context)
+                if isinstance(graph, Pregel)
                 else graph.ainvoke(payload, context=context)
             )
             out = await (
@@ -151,6 +155,15 @@ async def _predict(
     if SERVER_RUNS_KEY in out:  # through a server: runs it took (more than 1 after a loss)
         record[SERVER_RUNS_KEY] = out[SERVER_RUNS_KEY]
     return record
+
+
+def _invoke_in_a_thread(graph: Pregel, payload: dict[str, Any], context: Any) -> Any:
+    """An in-process graph's sync `invoke` in one of the loop's threads (copying the context:
+    the cancel scope, the traces). Its `ainvoke` would send every sync node and router through
+    the executor and make each step an asyncio task; the sync loop runs them in this thread.
+    On a timeout the thread goes on to the run's end, which comes at its next model call (the
+    cancel scope refuses it) or its end; the record is the timed-out one either way."""
+    return asyncio.to_thread(graph.invoke, payload, context=context)
 
 
 def _failed(error: str) -> dict[str, Any]:

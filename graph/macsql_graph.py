@@ -18,7 +18,7 @@ from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
 from macsql.core.context import MacSqlContext, context_of
-from macsql.core.state import MacSqlInput, MacSqlOutput, MacSqlState
+from macsql.core.state import MacSqlInput, MacSqlOutput, MacSqlState, PipelineState
 from macsql.graph.routing import (
     FINISH,
     add_conversation_start,
@@ -84,7 +84,10 @@ def build_macsql_graph(
     builder.add_node("link_schema", link_schema_node)
     builder.add_node("selector", selector_node)
     builder.add_node("decomposer", decomposer_node)
-    builder.add_node("approve", approve_node)
+    # The approval node also serves SQLFixAgent, whose state its type names; here it reads
+    # only the shared keys, and naming them keeps SQLFixAgent's out of this graph's channels
+    # (every router step copies every channel).
+    builder.add_node("approve", approve_node, input_schema=PipelineState)
     builder.add_node("executor", executor_node)
     builder.add_node("refiner", refiner_node)
     add_conversation_start(builder, "load_schema")

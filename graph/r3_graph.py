@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from macsql.core.context import R3Context, context_of
-from macsql.core.state import MacSqlInput, R3Output, R3State
+from macsql.core.state import MacSqlInput, PipelineState, R3Output, R3State
 from macsql.graph.routing import (
     FINISH,
     add_conversation_start,
@@ -94,7 +94,10 @@ def build_r3_graph(*, answer: bool = True) -> StateGraph[R3State, R3Context, Mac
     builder.add_node("link_schema", link_schema_node)
     builder.add_node("kshot", kshot_node)
     builder.add_node("writer", writer_node)
-    builder.add_node("approve", approve_node)
+    # The approval node also serves SQLFixAgent, whose state its type names; here it reads
+    # only the shared keys, and naming them keeps SQLFixAgent's out of this graph's channels
+    # (every router step copies every channel).
+    builder.add_node("approve", approve_node, input_schema=PipelineState)
     builder.add_node("executor", executor_node)
     builder.add_node("writer_debug", writer_debug_node)
     builder.add_node("persona", persona_node)

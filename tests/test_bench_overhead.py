@@ -1,4 +1,4 @@
-"""The overhead benchmark runs end to end on a few questions (issue 31)."""
+"""The overhead benchmark runs end to end on a few questions."""
 
 from __future__ import annotations
 
@@ -20,13 +20,14 @@ def test_the_cases_report_cpu_per_question_and_half_the_first_answers_are_refine
     figures = tmp_path / "runs.json"
     done = subprocess.run(
         [sys.executable, str(BENCH), "--limit", "6", "--rounds", "1", "--concurrency", "1",
-         "--cases", "graph,sync,eval", "--no-throughput", "--json", str(figures)],
+         "--cases", "graph,ainvoke,sync,eval", "--no-throughput", "--json", str(figures)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     runs = json.loads(figures.read_text())
     assert set(runs) == {
         "graph, in-process model | 1",
+        "graph.ainvoke, in-process model | 1",
         "graph.invoke, in-process model | 1",
         "eval | 1",
     }

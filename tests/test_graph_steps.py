@@ -147,3 +147,32 @@ def test_every_run_ends_through_finish_and_answers_only_when_asked(
     assert out["rows"] == ROWS[0] and out["status"] == "ok"
     assert "finish" in runs.names
     assert ("answer" in runs.names) is answer and bool(out.get("answer")) is answer
+
+
+# LangGraph's own channels: the start, the branches' triggers, the pending sends.
+_LANGGRAPH_CHANNELS = ("__start__", "__pregel_", "branch:to:")
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_a_graph_carries_only_its_own_state_keys(pipeline: str) -> None:
+    """Every router step copies every channel of the graph: a key no node of this pipeline
+    reads or writes (another pipeline's, through a shared node's wide type) costs each step.
+    A graph's channels are its state's keys, the shared keys every pipeline has, and the keys
+    of a node's own payload (a `Send`'s); never another pipeline's state."""
+    from macsql.core.state import PipelineState
+
+    builder = get_builder(pipeline)
+    states = {get_builder(p).state_schema for p in PIPELINES}
+    allowed = set(builder.state_schema.__annotations__) | set(PipelineState.__annotations__)
+    for schema in (builder.input_schema, builder.output_schema):
+        allowed |= set(getattr(schema, "__annotations__", {}))
+    for node in builder.nodes.values():
+        if node.input_schema not in states:
+            allowed |= set(getattr(node.input_schema, "__annotations__", {}))
+    graph = get_pipeline(pipeline)
+    extra = {
+        name
+        for name in graph.channels
+        if not name.startswith(_LANGGRAPH_CHANNELS) and name not in allowed
+    }
+    assert not extra, f"{pipeline}: channels of no key of its state: {sorted(extra)}"
