@@ -57,7 +57,8 @@ def _load(path: str) -> ModuleType:
 
 def _clear_caches() -> None:
     from macsql.database import guard
-    from macsql.nodes import sql_finder, sql_spans
+    from macsql.replies import finder as sql_finder
+    from macsql.replies import spans as sql_spans
 
     for cached in (sql_finder._find, sql_spans.parse_span, sql_spans.statements):
         cached.cache_clear()

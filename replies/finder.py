@@ -3,11 +3,12 @@
 **Candidates.** Every span of the answer (the reply without its reasoning) that sqlglot reads as
 exactly one statement in the database's dialect: the statements of fenced blocks (any tag but a
 programming language's) and of XML-like tags (`<sql>`, `<answer>`, any name, any case), inline
-code, queries in the text (bare, after a label such as `Query:`, inside a sentence, ended by `;`,
-a line end, or the first word that is not SQL), and the string values of JSON objects under any
-key (tool-call shapes included). Full-width punctuation outside quotes counts as ASCII (`；`).
-Text outside code must read as a query that reads FROM somewhere and has no two bare words in its
-select list ("Select the names from singers" is prose).
+code, quoted strings that hold a query (`sql = "SELECT ..."`), queries in the text (bare, after a
+label such as `Query:`, inside a sentence, ended by `;`, a line end, or the first word that is not
+SQL), and the string values of JSON objects under any key (tool-call shapes included). Full-width
+punctuation outside quotes counts as ASCII (`；`); a query escaped as markup text (`age &gt; 30`) is
+read unescaped. Text outside code must read as a query that reads FROM somewhere and has no two
+bare words in its select list ("Select the names from singers" is prose).
 
 **Choice.** Each candidate gets a rank from how it is introduced (`macsql.replies.cues`):
 *final* (an explicit final marker: "Final answer:", `<answer>`, a JSON `sql`/`query`/`answer`
@@ -39,6 +40,9 @@ from macsql.replies.markup import (
     inline_spans,
     lenient_value,
     object_spans,
+    original_offset,
+    quoted_spans,
+    quoted_text,
     sql_text,
     structure_text,
     tag_marks,
@@ -381,9 +385,9 @@ def _block_candidates(
         after = whole[lead + last :].strip(" \t\r\n;")
         return [
             _Candidate(
-                start + lead + first,
+                start + original_offset(body, lead + first),
                 piece,
-                start + lead + last,
+                start + original_offset(body, lead + last),
                 PLAIN,
                 closed=closed or bool(after),
                 statement=not single.query,
@@ -396,12 +400,12 @@ def _block_candidates(
         out = []
         for piece, offset in pieces:
             parsed = parse_span(piece, dialect)
-            after = body[offset + len(piece) :].strip(" \t\r\n;")
+            after = whole[offset + len(piece) :].strip(" \t\r\n;")
             out.append(
                 _Candidate(
-                    start + offset,
+                    start + original_offset(body, offset),
                     piece,
-                    start + offset + len(piece),
+                    start + original_offset(body, offset + len(piece)),
                     PLAIN,
                     closed=closed or bool(after),
                     statement=not parsed.query,
@@ -435,6 +439,16 @@ def _text_candidates(
         # parse may be a query with `quoted names` in it, read from the text instead.
         if parsed.statement and parsed.clean and (parsed.plausible or not parsed.query):
             out.append(_Candidate(a, sql, b, PLAIN, statement=not parsed.query, source="inline"))
+            covered.append((a, b))
+    # A quoted string that holds a statement (`sql = "SELECT ..."` in code or config) is read
+    # like inline code: the quote that closes it is not part of the statement.
+    for a, b in quoted_spans(text, start, end):
+        if _inside_any(a, covered):
+            continue
+        sql = quoted_text(sql_text(answer[a:b])).strip().rstrip(";").strip()
+        parsed = parse_span(sql, dialect)
+        if parsed.statement and parsed.clean and (parsed.plausible or not parsed.query):
+            out.append(_Candidate(a, sql, b, PLAIN, statement=not parsed.query, source="quoted"))
             covered.append((a, b))
     bounds = [m for m in layout.marks if start < m < end]
     edges = [start, *bounds, end]
@@ -499,16 +513,18 @@ def _query_at(
     """The query that starts at `start` in prose: the span up to `limit`, cut back at the
     first statement's end or where sqlglot stops reading SQL (the first word of prose after
     it), until it parses; a query must also read like one (`SpanParse.plausible`)."""
-    end = limit
+    raw = answer[start:limit]
+    whole = sql_text(raw)
+    end = len(whole)
     for _ in range(_MAX_CUTS):
         # A sentence's full stop (or other mark) after a query is prose: "... > 30. Done."
-        sql = sql_text(answer[start:end]).rstrip().rstrip(".!?,:").rstrip()
+        sql = whole[:end].rstrip().rstrip(".!?,:").rstrip()
         if not sql:
             return None
         parsed = parse_span(sql, dialect)
         if parsed.statement and parsed.clean and (parsed.plausible or not parsed.query):
             first, last = parsed.span  # a comment after the query ("-- lists them") is prose
-            return sql[first:last], start + last, parsed
+            return sql[first:last], start + original_offset(raw, last), parsed
         cut = parsed.first_end if parsed.first_end is not None else parsed.error_at
         if cut is None and parsed.untokenized:
             cut = _tokenizable_prefix(sql, dialect)
@@ -516,7 +532,7 @@ def _query_at(
             cut = _last_break(sql)
         if cut is None or cut <= 0 or cut >= len(sql):
             return None
-        end = start + len(sql[:cut].rstrip(" \t\r\n,:;(-—"))
+        end = len(sql[:cut].rstrip(" \t\r\n,:;(-—"))
     return None
 
 

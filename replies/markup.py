@@ -7,8 +7,10 @@ character for character, so that positions found in one are positions in the oth
 
 from __future__ import annotations
 
+import html
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,21 +25,66 @@ def structure_text(text: str) -> str:
 
 
 def sql_text(sql: str) -> str:
-    """A query with full-width punctuation outside its quotes as ASCII (`；` ends a statement);
-    inside string literals and quoted names it is data and stays."""
-    if not _ANY_FULL_WIDTH.search(sql):
-        return sql
+    """A query as its writer meant it:
+
+    - full-width punctuation outside its quotes as ASCII (`；` ends a statement);
+    - a query escaped as markup text (`age &gt; 30` in HTML or XML) unescaped: when a character
+      reference stands outside its quotes, where SQL never has one, the whole text was escaped.
+
+    Inside string literals and quoted names, text is data: a query whose only references are
+    in its literals (`LIKE '%&lt;p&gt;%'` on stored HTML) stays as written."""
+    if _escaped(sql):  # first: an escaped quote (&#39;) opens a literal
+        sql = _REFERENCE.sub(_unescape, sql)
+    if _ANY_FULL_WIDTH.search(sql):
+        sql = _outside_quotes(sql, lambda char: char.translate(_FULL_WIDTH))
+    return sql
+
+
+def original_offset(raw: str, offset: int) -> int:
+    """Where position `offset` of `sql_text(raw)` is in `raw` (they differ in length only
+    when `raw` was escaped: a reference is one character once read)."""
+    if not _escaped(raw):
+        return offset
+    shift = 0
+    for match in _REFERENCE.finditer(raw):
+        at = match.start() - shift
+        if at >= offset:
+            break
+        width = len(_unescape(match))
+        if at + width > offset:
+            return match.end()
+        shift += len(match.group(0)) - width
+    return offset + shift
+
+
+def _escaped(sql: str) -> bool:
+    return "&" in sql and bool(_REFERENCE.search(_outside_quotes(sql, str, keep=False)))
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return html.unescape(match.group(0))
+
+
+# A character reference as markup escapes text: named (&gt;), decimal (&#62;) or hex (&#x3e;).
+_REFERENCE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+
+def _outside_quotes(sql: str, change: Callable[[str], str], *, keep: bool = True) -> str:
+    """`sql` with `change` applied to each character outside quotes; with `keep` off, the
+    quoted parts are dropped (a blank stands for each)."""
     out: list[str] = []
     closing = ""
     for char in sql:
         if closing:
             if char == closing:
                 closing = ""
-            out.append(char)
+            out.append(char if keep else " ")
             continue
         if char in "'\"`[":
             closing = "]" if char == "[" else char
-        out.append(char.translate(_FULL_WIDTH))
+            out.append(char if keep else " ")
+            continue
+        out.append(change(char))
     return "".join(out)
 
 
@@ -154,6 +201,29 @@ def inline_spans(text: str, start: int = 0, end: int | None = None) -> list[tupl
         (m.start(1), m.end(1))
         for m in _INLINE.finditer(text, start, len(text) if end is None else end)
     ]
+
+
+# A string literal in the text (an assignment in code or config: `sql = "SELECT ..."`,
+# `query: 'SELECT ...'`) whose content starts as a statement does: one line, backslash escapes.
+_QUOTED_START = r"(?:select|with|create|insert|update|delete|drop|alter|replace)\b"
+_QUOTED = re.compile(
+    r"""(?<![\w\\'"])(["'])(""" + _QUOTED_START + r"""(?:\\.|(?!\1)[^\\\n])*)\1(?![\w'"])""",
+    re.IGNORECASE,
+)
+_BACKSLASH_ESCAPE = re.compile(r"""\\(["'\\])""")
+
+
+def quoted_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each quoted string's content in the text that starts as a statement."""
+    return [
+        (m.start(2), m.end(2))
+        for m in _QUOTED.finditer(text, start, len(text) if end is None else end)
+    ]
+
+
+def quoted_text(content: str) -> str:
+    """A quoted string's content with its backslash escapes of quotes resolved."""
+    return _BACKSLASH_ESCAPE.sub(r"\1", content)
 
 
 # --------------------------------------------------------------------------- JSON

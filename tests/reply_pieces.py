@@ -2,7 +2,8 @@
 
 `sql_reply(rng)` writes a reply that holds several candidate queries, each in a container (a
 fence with any tag, an XML-like tag in any case, inline code, a labelled line with prose after
-it, a line of its own, a JSON key, a tool call) and introduced by its role (the final answer, a
+it, a line of its own, a JSON key, a tool call, markup that escapes its text (`&gt;`), a quoted
+string assigned in code or config) and introduced by its role (the final answer, a
 plain query, an example, an alternative, a draft, echoed DDL), with prose in several languages,
 reasoning blocks holding drafts, line endings and trailing punctuation. It returns the reply and
 what the documented rule must read from it, worked out from the roles alone: the last query
@@ -12,6 +13,7 @@ ambiguous (two different queries marked final, or only examples, alternatives an
 
 from __future__ import annotations
 
+import html
 import json
 import random
 from dataclasses import dataclass
@@ -113,7 +115,7 @@ def _container(rng: random.Random, role: str, sql: str, explicit_final: bool) ->
         kind = rng.choice(["answer_tag", "json", "tool_call"])
         if kind == "answer_tag":
             tag = rng.choice(ANSWER_TAGS)
-            inner = rng.choice([sql, f"\n```sql\n{sql}\n```\n", f"\n{sql};\n"])
+            inner = rng.choice([sql, f"\n```sql\n{sql}\n```\n", f"\n{sql};\n", _escape(rng, sql)])
             return f"<{tag}>{inner}</{tag}>"
         if kind == "json":
             body = json.dumps({"reasoning": "joined the tables", rng.choice(FINAL_KEYS): sql})
@@ -124,7 +126,9 @@ def _container(rng: random.Random, role: str, sql: str, explicit_final: bool) ->
         body = json.dumps(call)
         return rng.choice([body, f"<tool_call>\n{body}\n</tool_call>"])
     end = rng.choice(["", ";", "；"])
-    kind = rng.choice(["fence", "fence", "xml", "inline", "label", "line", "json"])
+    kind = rng.choice(
+        ["fence", "fence", "xml", "inline", "label", "line", "json", "escaped", "quoted"]
+    )
     if kind == "json" and role not in ("plain", *DEMOTING_KEYS):
         kind = "fence"
     if kind == "fence":
@@ -137,9 +141,24 @@ def _container(rng: random.Random, role: str, sql: str, explicit_final: bool) ->
     if kind == "json":
         key = DEMOTING_KEYS.get(role, "result")
         return json.dumps({key: sql})
+    if kind == "escaped":
+        tag = rng.choice(XML_TAGS)
+        body = _escape(rng, sql) + end
+        return rng.choice([f"<pre><code>{body}</code></pre>", f"<{tag}>{body}</{tag}>"])
+    if kind == "quoted" and "\n" not in sql:
+        quote = "'" if '"' in sql else rng.choice(["'", '"'])
+        if quote == "'" and "'" in sql:
+            quote = '"'
+        name = rng.choice(["q", "stmt", "sql", "query", "SQL_TEXT"])
+        return rng.choice([f"{name} = {quote}{sql}{quote}", f"{name}: {quote}{sql}{quote}"])
     if kind == "label" and "\n" not in sql:
         return f"{sql}{rng.choice(LABEL_TAILS)}"
     return f"\n{sql}{end}\n"
+
+
+def _escape(rng: random.Random, sql: str) -> str:
+    """The query as HTML or XML text escapes it: `<`, `>`, `&`, and the quotes or not."""
+    return html.escape(sql, quote=rng.random() < 0.5)
 
 
 def sql_reply(rng: random.Random) -> SqlCase:
