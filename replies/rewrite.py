@@ -1,23 +1,25 @@
 """Reading the rewriter's reply: the standalone question, and whether it builds on the last SQL.
 
 The prompt asks for two lines (`Question: ...`, `Builds on the previous SQL: yes|no`), and models
-answer in many forms: a bare question, JSON, `**Question:**`, `Standalone question:`,
-`Rewritten question:`, a full-width colon, a sentence that introduces the question on the next
-line. One rule reads them: the question is the value of the last field whose name mentions a
-question (a JSON key, or a `Label:` line in any markdown and either colon, its value on the same
-line or the next); a reply with no such field is the question itself when it has one line left
+answer in many forms. One rule reads them: the reply is read as fields, whatever holds them (a
+JSON object's keys; XML or HTML tags, `<question>...</question>`; a markdown table's rows; a
+`Label: value` line in any markdown, with either colon or an arrow or dash after the label, the
+value on the same line or the next), and the question is the value of the last field whose name
+mentions a question. A reply with no such field is the question itself when it has one line left
 (after any introduction ending with a colon and the builds line), or one line ending with a
-question mark. SQL, an apology and an empty reply are no question.
+question mark; a sentence that quotes a question (`The standalone version is "...?"`) gives the
+quoted question. SQL, an apology and an empty reply are no question.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from macsql.llm.reasoning import split_reasoning
-from macsql.replies.markup import structure_text
+from macsql.replies.markup import structure_text, tag_marks, tag_pairs
 from macsql.replies.reader import extract_json_object
 
 _QUESTION_WORDS = re.compile(
@@ -30,7 +32,15 @@ _BUILDS_WORDS = re.compile(
 )
 _YES = frozenset({"yes", "true", "y", "1", "是", "是的", "sí", "si", "ja", "oui", "да"})
 _NO = frozenset({"no", "false", "n", "0", "否", "不", "不是", "nein", "non", "нет"})
-_LABEL = re.compile(r"^(?P<label>[^:\n]{1,60}?)\s*:\s*(?P<value>.*)$")
+# A label holds no quote: a colon inside a quoted question is the question's own.
+_LABEL = re.compile(r"^(?P<label>[^:\n\"“「«]{1,60}?)\s*:\s*(?P<value>.*)$")
+# A label set off by an arrow, a dash or `=` instead of a colon ("Rewritten → ...",
+# "Standalone question - ..."): read as one only when the label names a field of the reply.
+_SEPARATED = re.compile(r"^(?P<label>[^:\n\"“「«]{1,60}?)\s*(?:->|→|=>|⇒|=|[-–—])\s+(?P<value>.*)$")
+# Any HTML or XML tag, attributes included: what is left between tags is text.
+_ANY_TAG = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,200})?/?>")
+_TABLE_ROW = re.compile(r"^\s*\|(?P<cells>.*)\|\s*$")
+_RULE_CELL = re.compile(r"^\s*:?-{2,}:?\s*$")
 # Markdown around a line (a heading, a quote, a bullet, a number) and emphasis inside it; an
 # underscore inside a word (`singer_id`) is kept.
 _MARKDOWN = re.compile(r"^[\s>#*\-+•]*(?:\d+[.)]\s+)?|[*`]+|(?<!\w)__?|__?(?!\w)")
@@ -58,13 +68,13 @@ def read_rewrite(reply: str) -> Rewrite:
         question = _json_question(found)
         if question is not None:
             return Rewrite(_clean(question), _json_builds(found))
-    lines = [_plain(line) for line in answer.splitlines()]
+    lines = [_plain(line) for line in _as_lines(answer).splitlines()]
     labelled: list[tuple[str, str, int]] = []  # (label, value, line index)
     for index, line in enumerate(lines):
-        match = _LABEL.match(structure_text(line))
+        match = _field(structure_text(line))
         if match is not None and len(match.group("label").split()) <= 8:
             label, value = match.group("label"), line[match.start("value") :].strip()
-        elif _is_question_label(line) and len(line.split()) <= 4 and "?" not in line:
+        elif _is_heading(line):
             label, value = line, ""  # a heading ("### Standalone question") over its value
         else:
             continue
@@ -80,7 +90,76 @@ def read_rewrite(reply: str) -> Rewrite:
     rest = [line for line in rest if not structure_text(line).rstrip().endswith(":")]
     if len(rest) != 1:
         rest = [line for line in rest if line.rstrip().endswith(("?", "？"))]
-    return Rewrite(_clean(rest[0]) if len(rest) == 1 else None, builds)
+    if len(rest) != 1:
+        return Rewrite(None, builds)
+    return Rewrite(_clean(_quoted_question(rest[0]) or rest[0]), builds)
+
+
+def _is_heading(line: str) -> bool:
+    """A few words that name the question, over it ("### Standalone question"): no question
+    mark and no quote, which a question's own line may have."""
+    plain = structure_text(line)
+    return (
+        _is_question_label(line)
+        and len(line.split()) <= 4
+        and not any(mark in plain for mark in "?" + _QUOTES)
+    )
+
+
+def _as_lines(answer: str) -> str:
+    """The reply's fields as `label: value` lines, whatever holds them: a tag named like a
+    field (`<question>...</question>`) and a markdown table's two-cell rows become lines; other
+    tags (`<p>`, `<b>`) are markup, and what they escape (`&gt;`) is read as text."""
+    named = [t for t in tag_pairs(tag_marks(answer)) if _is_field_name(t.name)]
+    # Innermost fields only: an enclosing one is read through what it encloses.
+    fields = [t for t in named if not any(t.start < o.start and o.end < t.end for o in named)]
+    for tag in sorted(fields, key=lambda t: t.start, reverse=True):
+        inner = " ".join(answer[tag.inner_start : tag.inner_end].split())
+        line = f"{tag.name.replace('_', ' ')}: {inner}"
+        answer = f"{answer[: tag.start]}\n{line}\n{answer[tag.end :]}"
+    if _ANY_TAG.search(answer):
+        answer = html.unescape(_ANY_TAG.sub("\n", answer))
+    return "\n".join(_table_row(line) for line in answer.splitlines())
+
+
+def _table_row(line: str) -> str:
+    """A markdown table's row of two cells as `first: second` (a rule row as nothing)."""
+    match = _TABLE_ROW.match(line)
+    if match is None:
+        return line
+    cells = [c.strip() for c in match.group("cells").split("|")]
+    if all(_RULE_CELL.match(c) or not c for c in cells):
+        return ""
+    return f"{cells[0]}: {cells[1]}" if len(cells) == 2 else line
+
+
+def _field(line: str) -> re.Match[str] | None:
+    """`label: value`, or a field's name set off by an arrow or a dash: the first separator
+    ends the label ("Question -> What is the ratio: wins to losses?")."""
+    colon = _LABEL.match(line)
+    separated = _SEPARATED.match(line)
+    if separated is None or not _is_field_name(separated.group("label")):
+        return colon
+    if colon is None or separated.end("label") < colon.end("label"):
+        return separated
+    return colon
+
+
+def _is_field_name(name: str) -> bool:
+    words = name.replace("_", " ")
+    return bool(_QUESTION_WORDS.search(words) or _BUILDS_WORDS.search(words))
+
+
+def _quoted_question(line: str) -> str | None:
+    """The question a sentence introduces in quotes (`The standalone version is "..."`): one
+    quoted span that ends the line, after words that introduce it."""
+    match = _QUOTED_AT_END.search(line)
+    if match is None or not match.string[: match.start()].strip():
+        return None
+    return next(part for part in match.groups() if part)
+
+
+_QUOTED_AT_END = re.compile(r'(?:"([^"]+)"|“([^”]+)”|「([^」]+)」|«([^»]+)»)[\s.!?。:]*$')
 
 
 def _plain(line: str) -> str:

@@ -268,8 +268,35 @@ def rewrite_reply(rng: random.Random) -> RewriteCase:
          "**Standalone Question**", "Reformulated question", "### Standalone question"]
     )  # fmt: skip
     builds_line = f"Builds on the previous SQL{colon} {yes}" if said else ""
-    form = rng.choice(["label", "label", "label_next_line", "json", "bare", "intro"])
-    if form == "json":
+    form = rng.choice(
+        ["label", "label", "label_next_line", "json", "bare", "intro", "tags", "html", "table",
+         "separated", "quoted"]
+    )  # fmt: skip
+    name = rng.choice(["question", "standalone_question", "rewritten_question", "Question"])
+    builds_name = rng.choice(["builds_on_previous_sql", "uses_previous_sql", "builds"])
+    if form == "tags":
+        said_tag = f"<{builds_name}>{yes}</{builds_name}>" if said else ""
+        body = rng.choice(["\n", ""]).join(
+            x for x in [f"<{name}>{question}</{name}>", said_tag] if x
+        )
+        reply = rng.choice([body, f"<answer>\n{body}\n</answer>", f"<result>{body}</result>"])
+    elif form == "html":
+        shown_html = html.escape(question, quote=False)
+        pieces = [f"<p><b>{label.strip('#* :')}:</b> {shown_html}</p>"]
+        if said:
+            pieces.append(f"<p>Builds on the previous SQL: <i>{yes}</i></p>")
+        reply = rng.choice(["", "\n"]).join(pieces)
+    elif form == "table":
+        rows = [f"| {name} | {question} |"] + ([f"| {builds_name} | {yes} |"] if said else [])
+        reply = "\n".join(["| field | value |", "| --- | --- |", *rows])
+    elif form == "separated":
+        arrow = rng.choice([" → ", " -> ", " - ", " — ", " = ", " => "])
+        line = f"{label.strip('#* :')}{arrow}{shown}"
+        reply = "\n".join(x for x in [line, builds_line] if x)
+    elif form == "quoted":
+        intro = rng.choice(["The standalone version is", "Rewritten, it reads", "So the user asks"])
+        reply = "\n".join(x for x in [f'{intro} "{question}"', builds_line] if x)
+    elif form == "json":
         fields: dict[str, object] = {rng.choice(["question", "standalone_question",
                                                  "rewritten_question"]): question}  # fmt: skip
         if said:
