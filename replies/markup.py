@@ -190,6 +190,40 @@ def tag_pairs(marks: list[re.Match[str]]) -> list[Tag]:
     return pairs
 
 
+# --------------------------------------------------------------------------- fields
+
+# Any HTML or XML tag, attributes included: what is left between tags is text.
+_ANY_TAG = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,200})?/?>")
+_TABLE_ROW = re.compile(r"^\s*\|(?P<cells>.*)\|\s*$")
+_RULE_CELL = re.compile(r"^\s*:?-{2,}:?\s*$")
+
+
+def field_lines(text: str, named: Callable[[str], bool]) -> str:
+    """A reply's fields as `label: value` lines, whatever holds them: a tag whose name is a
+    field's (`named`: `<question>...</question>`, `<singer>keep_all</singer>`; the innermost
+    when they nest) and a markdown table's two-cell rows become lines; other tags (`<p>`,
+    `<b>`) are markup, and what they escape (`&gt;`) is read as text."""
+    fields = [t for t in tag_pairs(tag_marks(text)) if named(t.name)]
+    innermost = [t for t in fields if not any(t.start < o.start and o.end < t.end for o in fields)]
+    for tag in sorted(innermost, key=lambda t: t.start, reverse=True):
+        inner = " ".join(text[tag.inner_start : tag.inner_end].split())
+        text = f"{text[: tag.start]}\n{tag.name}: {inner}\n{text[tag.end :]}"
+    if _ANY_TAG.search(text):
+        text = html.unescape(_ANY_TAG.sub("\n", text))
+    return "\n".join(_table_row(line) for line in text.splitlines())
+
+
+def _table_row(line: str) -> str:
+    """A markdown table's row of two cells as `first: second` (a rule row as nothing)."""
+    match = _TABLE_ROW.match(line)
+    if match is None:
+        return line
+    cells = [c.strip() for c in match.group("cells").split("|")]
+    if all(_RULE_CELL.match(c) or not c for c in cells):
+        return ""
+    return f"{cells[0]}: {cells[1]}" if len(cells) == 2 else line
+
+
 # --------------------------------------------------------------------------- inline code
 
 _INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")

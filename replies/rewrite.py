@@ -13,13 +13,12 @@ quoted question. SQL, an apology and an empty reply are no question.
 
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from macsql.llm.reasoning import split_reasoning
-from macsql.replies.markup import structure_text, tag_marks, tag_pairs
+from macsql.replies.markup import field_lines, structure_text
 from macsql.replies.reader import extract_json_object
 
 _QUESTION_WORDS = re.compile(
@@ -37,10 +36,6 @@ _LABEL = re.compile(r"^(?P<label>[^:\n\"“「«]{1,60}?)\s*:\s*(?P<value>.*)$")
 # A label set off by an arrow, a dash or `=` instead of a colon ("Rewritten → ...",
 # "Standalone question - ..."): read as one only when the label names a field of the reply.
 _SEPARATED = re.compile(r"^(?P<label>[^:\n\"“「«]{1,60}?)\s*(?:->|→|=>|⇒|=|[-–—])\s+(?P<value>.*)$")
-# Any HTML or XML tag, attributes included: what is left between tags is text.
-_ANY_TAG = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,200})?/?>")
-_TABLE_ROW = re.compile(r"^\s*\|(?P<cells>.*)\|\s*$")
-_RULE_CELL = re.compile(r"^\s*:?-{2,}:?\s*$")
 # Markdown around a line (a heading, a quote, a bullet, a number) and emphasis inside it; an
 # underscore inside a word (`singer_id`) is kept.
 _MARKDOWN = re.compile(r"^[\s>#*\-+•]*(?:\d+[.)]\s+)?|[*`]+|(?<!\w)__?|__?(?!\w)")
@@ -68,7 +63,7 @@ def read_rewrite(reply: str) -> Rewrite:
         question = _json_question(found)
         if question is not None:
             return Rewrite(_clean(question), _json_builds(found))
-    lines = [_plain(line) for line in _as_lines(answer).splitlines()]
+    lines = [_plain(line) for line in field_lines(answer, _is_field_name).splitlines()]
     labelled: list[tuple[str, str, int]] = []  # (label, value, line index)
     for index, line in enumerate(lines):
         match = _field(structure_text(line))
@@ -104,33 +99,6 @@ def _is_heading(line: str) -> bool:
         and len(line.split()) <= 4
         and not any(mark in plain for mark in "?" + _QUOTES)
     )
-
-
-def _as_lines(answer: str) -> str:
-    """The reply's fields as `label: value` lines, whatever holds them: a tag named like a
-    field (`<question>...</question>`) and a markdown table's two-cell rows become lines; other
-    tags (`<p>`, `<b>`) are markup, and what they escape (`&gt;`) is read as text."""
-    named = [t for t in tag_pairs(tag_marks(answer)) if _is_field_name(t.name)]
-    # Innermost fields only: an enclosing one is read through what it encloses.
-    fields = [t for t in named if not any(t.start < o.start and o.end < t.end for o in named)]
-    for tag in sorted(fields, key=lambda t: t.start, reverse=True):
-        inner = " ".join(answer[tag.inner_start : tag.inner_end].split())
-        line = f"{tag.name.replace('_', ' ')}: {inner}"
-        answer = f"{answer[: tag.start]}\n{line}\n{answer[tag.end :]}"
-    if _ANY_TAG.search(answer):
-        answer = html.unescape(_ANY_TAG.sub("\n", answer))
-    return "\n".join(_table_row(line) for line in answer.splitlines())
-
-
-def _table_row(line: str) -> str:
-    """A markdown table's row of two cells as `first: second` (a rule row as nothing)."""
-    match = _TABLE_ROW.match(line)
-    if match is None:
-        return line
-    cells = [c.strip() for c in match.group("cells").split("|")]
-    if all(_RULE_CELL.match(c) or not c for c in cells):
-        return ""
-    return f"{cells[0]}: {cells[1]}" if len(cells) == 2 else line
 
 
 def _field(line: str) -> re.Match[str] | None:

@@ -8,14 +8,21 @@ inside a wrapper (`{"tables": {...}}`), with other words for the decision (`keep
 the one that names the most of the schema's tables is the selection, read by its shape. Table
 names match in any case. A list of tables to keep drops the tables it does not name; a map keeps
 them whole (MAC-SQL's default).
+
+A reply with no JSON is read as fields the same way (`text_value`): a `table: decision` line in
+any markdown (a YAML map, a bulleted list), a tag named as a table (`<singer>keep_all</singer>`),
+a markdown table's rows, and lines that are only a table's name (a list of tables to keep).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from macsql.database.schema import SchemaInfo, TableInfo
+from macsql.replies.markup import field_lines
+from macsql.replies.reader import extract_json_value
 
 Selection = dict[str, Any]
 """MAC-SQL's map: table -> "keep_all" | "drop_all" | [columns] (as `apply_selection` takes it)."""
@@ -44,6 +51,57 @@ def selection_of(found: Any, schema: SchemaInfo) -> tuple[Selection | None, list
     if best is None or best[0] == 0:
         return None, ["the Selector's reply names no table of the schema"]
     return best[1], []
+
+
+def read_selection(text: str, schema: SchemaInfo) -> tuple[Selection | None, list[str]]:
+    """The table map of a Selector reply's text: of its last JSON value and the map it writes
+    as text (`text_value`), the one that names more of the schema's tables (a JSON-looking
+    fragment, `[name, age]`, is a column list inside a map written as text)."""
+    best: tuple[Selection | None, list[str]] = (None, ["the Selector's reply holds no table map"])
+    named = -1
+    for found in (extract_json_value(text), text_value(text, schema)):
+        if found is None:
+            continue
+        selection, notes = selection_of(found, schema)
+        count = sum(_table(schema, t) is not None for t in selection or {})
+        if count > named:
+            best, named = (selection, notes), count
+    return best
+
+
+def text_value(text: str, schema: SchemaInfo) -> dict[str, Any] | list[str] | None:
+    """The table map a reply without JSON writes as text: `{table: decision}` from its field
+    lines, else the list of tables named alone on their lines; None when it names none."""
+
+    def named(name: str) -> bool:
+        return _table(schema, name) is not None
+
+    fields: dict[str, Any] = {}
+    alone: list[str] = []
+    for line in field_lines(text, named).splitlines():
+        plain = _MARKDOWN.sub("", line).strip()
+        label, colon, value = plain.partition(":")
+        if colon and _table(schema, _unquoted(label)) is not None:
+            fields[_unquoted(label)] = _listed(value)
+        elif _table(schema, _unquoted(plain)) is not None:
+            alone.append(_unquoted(plain))
+    return fields or alone or None
+
+
+# Markdown around a line (a bullet, a number, a heading, a quote) and emphasis inside it.
+_MARKDOWN = re.compile(r"^[\s>#*\-+•]*(?:\d+[.)]\s+)?|[*`]+")
+
+
+def _unquoted(text: str) -> str:
+    return text.strip().strip("\"'`[]").strip()
+
+
+def _listed(value: str) -> Any:
+    """A decision word, or the columns of `[a, b]` / `a, b` as a list."""
+    text = value.strip().rstrip(",;.").strip()
+    if text.startswith("[") and text.endswith("]"):
+        return [_unquoted(c) for c in text[1:-1].split(",") if _unquoted(c)]
+    return _unquoted(text)
 
 
 def _values(value: Any, depth: int = 0) -> Iterator[Any]:

@@ -403,9 +403,37 @@ def selection_reply(rng: random.Random) -> SelectionCase:
     reply = rng.choice(
         [text, f"```json\n{text}\n```", f"My choice: {text} Done.", f"```\n{text}\n```"]
     )
+    if shape in ("map", "map_words", "list") and not unknown and rng.random() < 0.4:
+        text = _as_text(rng, value)  # no JSON: YAML, bullets, tags, a table, names on lines
+        reply = rng.choice([text, f"My choice:\n\n{text}\n\nDone.", f"```\n{text}\n```"])
     if rng.random() < 0.2:
         reply = f'<think>{{"{names[0]}": "drop_all"}}? no.</think>\n{reply}'
     return SelectionCase(reply, tables, selection, unknown)
+
+
+def _as_text(rng: random.Random, value: object) -> str:
+    """A table map or a list of tables written as text, the ways models write one."""
+    if isinstance(value, dict) and set(value) <= {"tables", "keep"}:
+        value = next(iter(value.values()))
+    if isinstance(value, list):
+        bullet = rng.choice(["- ", "* ", "", "1. "])
+        return "Tables to keep:\n" + "\n".join(f"{bullet}{t}" for t in value)
+    assert isinstance(value, dict)
+
+    def shown(v: object) -> str:
+        if isinstance(v, list):
+            return rng.choice([f"[{', '.join(v)}]", ", ".join(v)])
+        return str(v).lower() if isinstance(v, bool) else str(v)
+
+    form = rng.choice(["yaml", "bullets", "tags", "table"])
+    if form == "yaml":
+        return "\n".join(f"{t}: {shown(v)}" for t, v in value.items())
+    if form == "bullets":
+        return "\n".join(f"- **{t}**: {shown(v)}" for t, v in value.items())
+    if form == "tags":
+        return rng.choice(["", "\n"]).join(f"<{t}>{shown(v)}</{t}>" for t, v in value.items())
+    rows = [f"| {t} | {shown(v)} |" for t, v in value.items()]
+    return "\n".join(["| table | decision |", "| --- | --- |", *rows])
 
 
 def _row(table: str, value: object) -> dict[str, object]:

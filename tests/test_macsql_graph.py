@@ -231,7 +231,7 @@ def test_selector_unparseable_reply_falls_back_and_says_so(scripted, wide_db: Pa
     model, context = scripted(["keep the frpm table please", sql_reply("SELECT 1")])
     out = run(context, db=str(wide_db))
     assert out["selector_used"] is True
-    assert "no JSON" in out["selector_fallback"]
+    assert "holds no table map" in out["selector_fallback"]
     assert "# Table: satscores" in model.prompts[1]  # full schema kept
 
 

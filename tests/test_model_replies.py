@@ -162,7 +162,7 @@ def test_fallbacks_are_in_ask_json_for_the_selector(capsys: pytest.CaptureFixtur
     with ScriptedOpenAIServer(respond) as server:  # and in the human-readable output
         args = ["ask", "How many countries?", "--db", wide, "--model", "openai:x"]
         assert main([*args, "--base-url", server.base_url, "--api-key", "k"]) == 0
-    assert "note: [selector] selector reply held no JSON object" in capsys.readouterr().out
+    assert "note: [selector] the Selector's reply holds no table map" in capsys.readouterr().out
 
 
 class _Answer(BaseModel):

@@ -24,9 +24,9 @@ from reply_pieces import rewrite_reply, selection_reply, sql_reply
 
 from macsql.database.schema import ColumnInfo, SchemaInfo, TableInfo
 from macsql.linking.selection import apply_selection
-from macsql.replies.reader import extract_json_value, read_sql
+from macsql.replies.reader import read_sql
 from macsql.replies.rewrite import read_rewrite
-from macsql.replies.selection import selection_of
+from macsql.replies.selection import read_selection
 
 SEED = int(os.environ.get("MACSQL_REPLY_SEED", "24"))
 CASES = 5_000
@@ -104,8 +104,7 @@ def test_the_selectors_map_is_read_from_every_generated_reply() -> None:
     for index, case in _cases(selection_reply):
         schema = _schema(case.tables)
         expected, _ = _kept(schema, case.selection)
-        found = extract_json_value(case.reply)
-        selection, unread = selection_of(found, schema) if found is not None else (None, [])
+        selection, unread = read_selection(case.reply, schema)
         if selection is None:
             failures.append(f"#{index}: {case.reply!r}\n  not read: {unread}")
             continue

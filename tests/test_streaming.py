@@ -142,7 +142,7 @@ def test_selector_fallback_event_names_the_tables_kept(wide_db: Path) -> None:
             )
         )
     (fallback,) = [e for e in events if e["agent"] == "selector" and e["phase"] == "fallback"]
-    assert "no JSON" in fallback["reason"]
+    assert "holds no table map" in fallback["reason"]
     assert fallback["selected_tables"] == sorted(WIDE_TABLES)
 
 

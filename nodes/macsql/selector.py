@@ -16,9 +16,8 @@ from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.schema_text import render_foreign_keys, render_schema
 from macsql.replies.agents import reply_fallbacks, unreadable
-from macsql.replies.reader import extract_json_value
 from macsql.replies.schemas import SelectorAnswer
-from macsql.replies.selection import selection_of
+from macsql.replies.selection import read_selection, selection_of
 
 
 def selector_node(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
@@ -48,12 +47,12 @@ def _select(state: MacSqlState, runtime: Runtime[MacSqlContext]) -> MacSqlState:
     if reply.failed:
         fallback = f"selector model failed, full schema kept: {reply.error}"
     else:
-        # The structured answer, or the reply's last JSON object or list, in any shape.
-        found = reply.structured if reply.structured is not None else extract_json_value(reply.text)
-        selection, unread = selection_of(found, schema) if found is not None else (None, [])
-        if found is None:
-            fallback = "selector reply held no JSON object, full schema kept"
-        elif selection is None:
+        # The structured answer, or the reply's text: its JSON value or a map written as text.
+        if reply.structured is not None:
+            selection, unread = selection_of(reply.structured, schema)
+        else:
+            selection, unread = read_selection(reply.text, schema)
+        if selection is None:
             fallback = "; ".join(unread) + ", full schema kept"
         else:
             matched = (state.get("linking") or {}).get("values") or []
