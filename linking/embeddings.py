@@ -27,10 +27,19 @@ from macsql.linking.terms import STOPWORDS
 TOP_COLUMNS = 300
 """Columns the embeddings rank per question (the rest count as unranked)."""
 WORDS_PER_WORD = 2
+WORD_COSINE_SIGMAS = 2.0
+"""A schema word stands in for a question word at a cosine this many standard deviations over
+the mean cosine between the schema's own words, or more: near synonyms and close relatives
+("vocalist" and "singer"), not mere topical neighbours. Measured in the embeddings' own units,
+so every model is held to the same bar: cosines of one model sit higher and spread wider than
+another's (GloVe 50d: mean 0.15, deviation 0.23 between the catalog's words; all-MiniLM-L6-v2:
+0.24 and 0.08), and a fixed cosine is strict for one and loose for the other. 2.0 is the fixed
+0.6 first chosen for GloVe, in GloVe's units on the catalog (0.15 + 1.99 × 0.23)."""
 MIN_WORD_COSINE = 0.6
+"""The bar when the schema has fewer than two words to measure the embeddings' scale with."""
+MAX_SAMPLED_WORDS = 1500
+"""Schema words the scale is measured on, at most (evenly spaced): a bounded cost per schema."""
 EXPAND_KNOWN = True
-"""A schema word stands in for a question word at this cosine or more: near synonyms and
-close relatives ("vocalist" and "singer"), not mere topical neighbours."""
 _lock = threading.Lock()
 
 
@@ -138,6 +147,28 @@ def _cached_matrix(
     return matrix
 
 
+def word_threshold(schema: SchemaInfo, words: Any, key: Any) -> float:
+    """The cosine at which a schema word stands in for a question word, for these embeddings:
+    WORD_COSINE_SIGMAS standard deviations over the mean cosine between the schema's words
+    (`words`, normalised rows), computed once per schema and embeddings."""
+    import numpy as np
+
+    memo: dict[Any, Any] = schema.__dict__.setdefault("_link_vectors", {})
+    memo_key = ("threshold", key)
+    with _lock:
+        hit = memo.get(memo_key)
+    if hit is not None:
+        return float(hit)
+    sample = words[:: max(1, -(-words.shape[0] // MAX_SAMPLED_WORDS))]
+    if sample.shape[0] < 2:
+        return MIN_WORD_COSINE
+    pairs = (sample @ sample.T)[np.triu_indices(sample.shape[0], 1)]
+    threshold = float(pairs.mean() + WORD_COSINE_SIGMAS * pairs.std())
+    with _lock:
+        memo.setdefault(memo_key, threshold)
+    return threshold
+
+
 def question_semantics(
     schema: SchemaInfo,
     asked: str,
@@ -150,8 +181,9 @@ def question_semantics(
     - the TOP_COLUMNS columns most similar to the question (half the sentence's cosine, half
       the best of its words');
     - the schema's name words nearest to each question word that is not one of them
-      ("vocalists" -> "singer"): at most WORDS_PER_WORD each, at a cosine of MIN_WORD_COSINE
-      or more. Linking then reads the question as if it had said them too."""
+      ("vocalists" -> "singer"): at most WORDS_PER_WORD each, at a cosine of `word_threshold`
+      or more (in the model's own scale: WORD_COSINE_SIGMAS deviations over the mean cosine
+      between the schema's words). Linking then reads the question as if it had said them too."""
     import numpy as np
 
     keys, matrix = schema_vectors(schema, embeddings, name)
@@ -167,12 +199,13 @@ def question_semantics(
     known = set(vocabulary)
     expansions: list[str] = []
     if vocabulary and len(texts) > 1:
+        floor = word_threshold(schema, words, name or id(embeddings))
         sims = words @ query[1:].T  # vocabulary × question words
         for j, word in enumerate(texts[1:]):
             if not EXPAND_KNOWN and (word in known or word.rstrip("s") in known):
                 continue
             column = sims[:, j]
             for i in np.argsort(-column, kind="stable")[: WORDS_PER_WORD + 1]:
-                if column[i] >= MIN_WORD_COSINE and vocabulary[i] != word.rstrip("s"):
+                if column[i] >= floor and vocabulary[i] != word.rstrip("s"):
                     expansions.append(vocabulary[i])
     return columns, expansions

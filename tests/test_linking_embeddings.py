@@ -181,3 +181,72 @@ def test_minilm_is_a_real_offline_sentence_model() -> None:
         np.array(v) for v in model.embed_documents(["singer", "vocalist", "stadium"])
     )
     assert float(singer @ vocalist) > float(singer @ stadium) + 0.3
+
+
+class _Scaled(Embeddings):
+    """Seeded random word vectors (a text is the sum of its words'), every cosine then moved to
+    `common + (1 - common) * cosine`: one geometry in another model's units. A shared component
+    in a dimension of its own lifts every cosine alike, as some sentence models' do. "vocalist"
+    is drawn near "singer" (cosine about 0.4 before the move); every other word at random."""
+
+    DIM = 128
+    NEAR = {"vocalist": "singer"}  # noqa: RUF012 - a constant of the fake
+
+    def __init__(self, common: float) -> None:
+        self.common = common
+
+    def _word(self, word: str) -> np.ndarray:
+        import zlib
+
+        rng = np.random.default_rng(zlib.crc32(word.encode()))
+        vector = rng.standard_normal(self.DIM)
+        vector[0] = 0.0
+        vector /= np.linalg.norm(vector)
+        if word in self.NEAR:
+            vector = 0.5 * self._word(self.NEAR[word]) + 0.85 * vector
+            vector /= np.linalg.norm(vector)
+        return vector
+
+    def _vector(self, text: str) -> list[float]:
+        import re
+
+        total = np.zeros(self.DIM)
+        for word in re.findall(r"[a-z]+", text.lower()):
+            total += self._word(word.rstrip("s"))
+        total /= np.linalg.norm(total) or 1.0
+        total *= np.sqrt(1 - self.common)
+        total[0] = np.sqrt(self.common)
+        return [float(x) for x in total]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def test_a_synonym_stands_in_whatever_the_models_cosine_scale(tmp_path: Path) -> None:
+    """The bar for a stand-in word is measured in the model's own units (the spread of cosines
+    between the schema's words), not as a cosine fixed for one model: the same geometry gives
+    the same stand-ins whether the model's cosines sit near 0 (vocalist~singer about 0.4, under
+    a fixed 0.6), near 0.35 (about 0.6) or near 0.7 (unrelated words over 0.6)."""
+    from macsql.linking.embeddings import question_semantics
+
+    conn = sqlite3.connect(tmp_path / "concerts.sqlite")
+    conn.execute("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT)")
+    conn.execute("CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, capacity INTEGER)")
+    conn.execute("CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, theme TEXT, year INT)")
+    conn.commit()
+    conn.close()
+    vocabulary = sorted(
+        {"singer", "name", "country", "stadium", "capacity", "concert", "theme", "year"}
+        | {"song", "release", "location", "age", "height", "album", "ticket", "price"}
+    )
+    question = "How many vocalists come from France, and how old is the youngest of them?"
+    found = []
+    for common in (0.0, 0.35, 0.7):
+        schema = load_schema(resolve_database(str(tmp_path / "concerts.sqlite")))
+        _, stand_ins = question_semantics(schema, question, vocabulary, _Scaled(common))
+        assert "singer" in stand_ins, common
+        found.append(stand_ins)
+    assert found[0] == found[1] == found[2]
