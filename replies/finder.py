@@ -2,21 +2,22 @@
 
 **Candidates.** Every span of the answer (the reply without its reasoning) that sqlglot reads as
 exactly one statement in the database's dialect: the statements of fenced blocks (any tag but a
-programming language's) and of XML-like tags (`<sql>`, `<answer>`, any name, any case), inline
-code, quoted strings that hold a query (`sql = "SELECT ..."`), queries in the text (bare, after a
-label such as `Query:`, inside a sentence, ended by `;`, a line end, or the first word that is not
-SQL), and the string values of JSON objects under any key (tool-call shapes included). Full-width
-punctuation outside quotes counts as ASCII (`；`); a query escaped as markup text (`age &gt; 30`) is
-read unescaped. Text outside code must read as a query that reads FROM somewhere and has no two
-bare words in its select list ("Select the names from singers" is prose).
+programming language's; in code, its string literals that hold a statement, outranked by SQL given
+as SQL) and of XML-like tags (`<sql>`, `<answer>`, any name, any case), inline code, quoted strings
+that hold a query (`sql = "SELECT ..."`), queries in the text (bare, after a label such as
+`Query:`, inside a sentence, ended by `;`, a line end, or the first word that is not SQL), and the
+string values of JSON objects under any key (tool-call shapes included). Full-width punctuation
+outside quotes counts as ASCII (`；`); a query escaped as markup text (`age &gt; 30`) is read
+unescaped. Text outside code must read as a query that reads FROM somewhere and has no two bare
+words in its select list ("Select the names from singers" is prose).
 
-**Choice.** Each candidate gets a rank from how it is introduced (`macsql.replies.cues`):
-*final* (an explicit final marker: "Final answer:", `<answer>`, a JSON `sql`/`query`/`answer`
-key), *demoted* (introduced as an example, an alternative or a draft; a statement that is not
-a query, such as echoed DDL; a query that is a subquery of another candidate), or *plain*. The
-highest rank wins, and among equals the last (MAC-SQL's rule). A block that is SQL by its tag
-but does not parse is a broken candidate: when it wins, the reply holds no query, and the
-Refiner hears why.
+**Choice.** Each candidate gets a rank from how it is introduced (`macsql.replies.cues`): *final*
+(an explicit final marker: "Final answer:", `<answer>`, a JSON `sql`/`query`/`answer` key),
+*demoted* (introduced as an example, an alternative or a draft; a string in code; a statement that
+is not a query, such as echoed DDL; a query that is a subquery of another candidate), or *plain*.
+The highest rank wins, and among equals the last (MAC-SQL's rule). A block that is SQL by its tag
+but does not parse is a broken candidate: when it wins, the reply holds no query, and the Refiner
+hears why.
 
 Every reading says which rule chose and what else was passed over (`SqlReading`), and calls the
 choice ambiguous when two different queries are marked final or when the only queries were
@@ -35,7 +36,9 @@ from macsql.replies.cues import PLAIN, Cue, Rank, cue_in, intro_of, key_cue
 from macsql.replies.markup import (
     NOT_SQL_TAGS,
     SQL_TAGS,
+    TEXT_TAGS,
     Fence,
+    code_strings,
     fences,
     inline_spans,
     lenient_value,
@@ -158,7 +161,9 @@ def _choose(answer: str, candidates: list[_Candidate], dialect: str) -> SqlReadi
     elif best == Rank.PLAIN:
         rule = "the last query (MAC-SQL's rule: the last wins)"
     else:
-        rule = "only examples, alternatives, drafts or statements that are not queries: the last"
+        rule = (
+            "only examples, alternatives, drafts, code or statements that are not queries: the last"
+        )
     if best == Rank.DEMOTED and chosen.cue.kind in ("example", "alternative", "draft"):
         ambiguous = (
             "no query was marked final or given plainly; the last one, introduced as "
@@ -206,6 +211,7 @@ def _kind_phrase(cue: Cue) -> str:
         "reasoning": "reasoning",
         "part": "a part of another query",
         "statement": "a statement that is not a query",
+        "code": "a string in code",
     }.get(cue.kind, cue.kind) + (f" ({cue.words!r})" if cue.words else "")
 
 
@@ -298,9 +304,17 @@ def _candidates(answer: str, dialect: str, depth: int, budget: _Budget) -> list[
         if cue is not None:
             layout.enclosing.append((pair.inner_start, pair.inner_end, cue))
     for fence in layout.fences:
-        if fence.tag in NOT_SQL_TAGS or fence.tag == "json":
-            continue
         body_end = fence.body_start + len(fence.body)
+        if fence.tag in TEXT_TAGS:  # YAML, markdown: text that may say the query
+            found += _prose_candidates(
+                answer, text, fence.body_start, body_end, dialect, [], budget
+            )
+            continue
+        if fence.tag in NOT_SQL_TAGS:  # code: a query is a string in it (`execute("...")`)
+            found += _code_candidates(answer, text, fence.body_start, body_end, dialect)
+            continue
+        if fence.tag == "json":
+            continue
         block = _block_candidates(
             answer, fence.body_start, body_end, dialect,
             sql_tag=fence.tag in SQL_TAGS, closed=fence.closed, source="fence",
@@ -312,6 +326,20 @@ def _candidates(answer: str, dialect: str, depth: int, budget: _Budget) -> list[
         found += _text_candidates(answer, layout, start, end, dialect, budget)
     _rank(layout, found)
     return found
+
+
+def _code_candidates(
+    answer: str, text: str, start: int, end: int, dialect: str
+) -> list[_Candidate]:
+    """The statements in a code block's string literals (Python, JavaScript, a shell): a
+    candidate each, which a query given as SQL outranks (`_rank`)."""
+    out: list[_Candidate] = []
+    for a, b in code_strings(text, start, end):
+        sql = quoted_text(sql_text(answer[a:b])).strip().rstrip(";").strip()
+        parsed = parse_span(sql, dialect)
+        if parsed.statement and parsed.clean:
+            out.append(_Candidate(a, sql, b, PLAIN, statement=not parsed.query, source="code"))
+    return out
 
 
 def _outside(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -353,6 +381,8 @@ def _rank(layout: _Layout, found: list[_Candidate]) -> None:
                 carried = said or PLAIN
         if candidate.statement:  # echoed DDL, a write: never the answer while a query is
             own = Cue(Rank.DEMOTED, "statement", "")
+        elif candidate.source == "code" and own.rank == Rank.PLAIN:
+            own = Cue(Rank.DEMOTED, "code", "")  # SQL given as SQL wins over a string in code
         candidate.cue = own
         previous_end = max(previous_end, candidate.end)
 

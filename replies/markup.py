@@ -95,6 +95,8 @@ def _outside_quotes(sql: str, change: Callable[[str], str], *, keep: bool = True
 _FENCE = re.compile(r"(```|~~~)([^\n`]*)(?:\n|(?=```|~~~))?(.*?)(\1|\Z)", re.S)
 _STATEMENT_WORDS = frozenset({"select", "with", "values", "table", "from"})
 # Fences in these languages hold code or data, never the query itself.
+# Data and markup, read as text; the rest of NOT_SQL_TAGS is code, whose strings are read.
+TEXT_TAGS = frozenset({"yaml", "yml", "csv", "markdown", "md", "xml", "html"})
 NOT_SQL_TAGS = frozenset(
     {"python", "py", "python3", "javascript", "js", "typescript", "ts", "bash", "sh", "shell",
      "console", "yaml", "yml", "xml", "html", "csv", "markdown", "md"}
@@ -252,6 +254,21 @@ def quoted_spans(text: str, start: int = 0, end: int | None = None) -> list[tupl
     return [
         (m.start(2), m.end(2))
         for m in _QUOTED.finditer(text, start, len(text) if end is None else end)
+    ]
+
+
+# A string literal of code that may span lines: Python's triple quotes, JavaScript's template.
+_MULTILINE_STRING = re.compile(
+    r'("""|\'\'\'|`)\s*(' + _QUOTED_START + r".*?)\1", re.IGNORECASE | re.S
+)
+
+
+def code_strings(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of each string literal in code (a fence's body) that starts as a statement:
+    quoted on one line, triple-quoted or a template over several."""
+    spans = [(m.start(2), m.end(2)) for m in _MULTILINE_STRING.finditer(text, start, end)]
+    return spans + [
+        (a, b) for a, b in quoted_spans(text, start, end) if not any(x <= a < y for x, y in spans)
     ]
 
 

@@ -1,14 +1,14 @@
 """A seeded generator of model replies composed from pieces (issue 24).
 
-`sql_reply(rng)` writes a reply that holds several candidate queries, each in a container (a
-fence with any tag, an XML-like tag in any case, inline code, a labelled line with prose after
-it, a line of its own, a JSON key, a tool call, markup that escapes its text (`&gt;`), a quoted
-string assigned in code or config) and introduced by its role (the final answer, a
-plain query, an example, an alternative, a draft, echoed DDL), with prose in several languages,
+`sql_reply(rng)` writes a reply that holds several candidate queries, each in a container (a fence
+with any tag, an XML-like tag in any case, inline code, a labelled line with prose after it, a line
+of its own, a JSON key, a tool call, markup that escapes its text (`&gt;`), a quoted string
+assigned in code or config, a string in a code block) and introduced by its role (the final answer,
+a plain query, an example, an alternative, a draft, echoed DDL), with prose in several languages,
 reasoning blocks holding drafts, line endings and trailing punctuation. It returns the reply and
-what the documented rule must read from it, worked out from the roles alone: the last query
-marked final, else the last plain one, else the last demoted one, and whether the choice is
-ambiguous (two different queries marked final, or only examples, alternatives and drafts).
+what the documented rule must read from it, worked out from the roles alone: the last query marked
+final, else the last plain one, else the last demoted one, and whether the choice is ambiguous (two
+different queries marked final, or only examples, alternatives and drafts).
 """
 
 from __future__ import annotations
@@ -141,6 +141,15 @@ def _container(rng: random.Random, role: str, sql: str, explicit_final: bool) ->
     if kind == "json":
         key = DEMOTING_KEYS.get(role, "result")
         return json.dumps({key: sql})
+    if kind == "quoted" and role in ("final", *DEMOTING_KEYS) and rng.random() < 0.5:
+        kind = "code"  # a string in code: it competes by the words that introduce it
+    if kind == "code":
+        call = rng.choice(
+            [f'cursor.execute("""\n{sql}\n""")', f"const q = `{sql}`;", f"sqlite3 db '{sql}'"]
+        )
+        if "\n" not in sql and "'" not in sql:
+            return f"```{rng.choice(['python', 'js', 'bash'])}\n{call}\n```"
+        return f'```python\nquery = """{sql}"""\n```'
     if kind == "escaped":
         tag = rng.choice(XML_TAGS)
         body = _escape(rng, sql) + end

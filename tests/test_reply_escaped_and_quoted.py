@@ -94,3 +94,28 @@ def test_offsets_map_back_to_the_escaped_text() -> None:
         for offset in range(len(read) + 1):
             # the escaped text up to the mapped position reads as the read text up to offset
             assert sql_text(raw[: original_offset(raw, offset)]).startswith(read[:offset][:-1])
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '```python\ncursor.execute("SELECT name FROM singer WHERE age > 30")\n```',
+        '```python\nsql = """\nSELECT name FROM singer WHERE age > 30\n"""\n```',
+        "```js\nconst q = `SELECT name FROM singer WHERE age > 30`;\n```",
+        "```bash\nsqlite3 concert.db 'SELECT name FROM singer WHERE age > 30'\n```",
+        "```yaml\nquery: SELECT name FROM singer WHERE age > 30\n```",
+        'Final answer:\n```python\nq = "SELECT name FROM singer WHERE age > 30"\n```',
+    ],
+)
+def test_a_query_in_a_code_block_s_string_is_read(reply: str) -> None:
+    assert " ".join((find_sql(reply, "sqlite").sql or "").split()) == GOLD
+
+
+def test_sql_given_as_sql_outranks_a_string_in_code_after_it() -> None:
+    reply = (
+        f"```sql\n{GOLD}\n```\nFrom Python:\n```python\n"
+        'cur.execute("SELECT name FROM singer WHERE age > ?", (30,))\n```'
+    )
+    reading = find_sql(reply, "sqlite")
+    assert reading.sql == GOLD
+    assert reading.passed_over and reading.passed_over[0].startswith("a string in code")
