@@ -38,6 +38,7 @@ from macsql.replies.markup import (
     SQL_TAGS,
     TEXT_TAGS,
     Fence,
+    as_rendered,
     code_strings,
     fences,
     inline_spans,
@@ -127,6 +128,7 @@ def find_sql(answer: str, dialect: str) -> SqlReading:
 
 @lru_cache(maxsize=128)  # a reply is read again when a node reads what another kept
 def _find(answer: str, dialect: str) -> SqlReading:
+    answer = as_rendered(answer)
     candidates = _candidates(answer, dialect, 0, _Budget())
     if not candidates:
         # Bare SQL that does not parse is broken SQL; a sentence ("Select the ...") is not.

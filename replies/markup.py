@@ -14,14 +14,56 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# Full-width punctuation (Chinese and Japanese keyboards) as the ASCII a reader looks for.
-_FULL_WIDTH = str.maketrans("；：，（）！？", ";:,()!?")
-_ANY_FULL_WIDTH = re.compile("[；：，（）！？]")
+# Punctuation and spaces as typography renders them, as the ASCII a reader looks for: full-width
+# punctuation (Chinese and Japanese keyboards), curly quotes (word processors, chat front
+# ends), non-breaking and thin spaces.
+_TYPOGRAPHIC = "；：，（）！？‘’“”\u00a0\u2009\u202f\u2007"
+_FULL_WIDTH = str.maketrans(_TYPOGRAPHIC, ";:,()!?''\"\"    ")
+_ANY_FULL_WIDTH = re.compile(f"[{_TYPOGRAPHIC}]")
 
 
 def structure_text(text: str) -> str:
-    """`text` with full-width punctuation as ASCII, one character for one."""
+    """`text` with typographic punctuation and spaces as ASCII, one character for one."""
     return text.translate(_FULL_WIDTH) if _ANY_FULL_WIDTH.search(text) else text
+
+
+def as_rendered(text: str) -> str:
+    """A reply as a reader sees it rendered, one character for one: markdown's quote marks
+    (`> ` before every line of a paragraph), bold marks around a span (`**...**`), the numbers
+    of a listing numbered line by line from 1, and HTML line breaks are not text, and become
+    blanks (a line break for `<br>`)."""
+    if ">" in text:
+        text = _QUOTE_RUN.sub(lambda m: _QUOTE_MARK.sub(_blank, m.group(0)), text)
+        text = _LINE_BREAK_TAG.sub(lambda m: "\n" + " " * (len(m.group(0)) - 1), text)
+    if "**" in text or "__" in text:
+        text = _BOLD.sub(lambda m: " " * 2 + m.group(2) + " " * 2, text)
+    if _NUMBERED_LINE.search(text):
+        text = _NUMBERED_LISTING.sub(_unnumbered, text)
+    return text
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+# A paragraph whose every line starts with `>` (a markdown quote), and the mark on each line.
+_QUOTE_RUN = re.compile(r"(?:^|(?<=\n\n))(?:[ \t]*>[^\n]*(?:\n|$))+")
+_QUOTE_MARK = re.compile(r"(?m)^[ \t]*>[ \t]?")
+_LINE_BREAK_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_BOLD = re.compile(r"(?<![\w*_])(\*\*|__)(?=\S)([^\n]*?\S)\1(?![\w*_])")
+# Three or more lines numbered 1, 2, 3 ... at their start ("1  SELECT name", "2 | FROM t").
+_NUMBERED_LINE = re.compile(r"(?m)^[ \t]*1[ \t]*[|:.)]?[ \t]+\S")
+_NUMBERED_LISTING = re.compile(r"(?m)(?:^[ \t]*\d{1,4}[ \t]*[|:.)]?[ \t]+\S[^\n]*(?:\n|$)){3,}")
+_LINE_NUMBER = re.compile(r"(?m)^([ \t]*)(\d{1,4})([ \t]*[|:.)]?[ \t]+)")
+
+
+def _unnumbered(match: re.Match[str]) -> str:
+    """A run of numbered lines without their numbers, when they count 1, 2, 3 ... in order."""
+    block = match.group(0)
+    numbers = [int(m.group(2)) for m in _LINE_NUMBER.finditer(block)]
+    if numbers != list(range(numbers[0], numbers[0] + len(numbers))) or numbers[0] != 1:
+        return block
+    return _LINE_NUMBER.sub(lambda m: m.group(1) + " " * (len(m.group(2)) + len(m.group(3))), block)
 
 
 def sql_text(sql: str) -> str:
