@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 QUERIES = [
@@ -465,3 +466,19 @@ def _word_for(rng: random.Random, value: object) -> object:
     if value == "drop_all":
         return rng.choice(["drop", "DROP_ALL", False, "no", "exclude"])
     return value
+
+
+def misread_queries(wrap: Callable[[random.Random, str], str], seed: int, cases: int) -> list[str]:
+    """The replies, of `cases` drawn with `seed`, each one of QUERIES put in a reply by
+    `wrap`, whose query the SQL finder does not read back as written (blanks aside)."""
+    from macsql.replies.finder import find_sql
+
+    rng = random.Random(seed)
+    failures = []
+    for index in range(cases):
+        sql = rng.choice(QUERIES)
+        reply = wrap(rng, sql)
+        read = find_sql(reply, "sqlite").sql
+        if " ".join((read or "").split()) != " ".join(sql.split()):
+            failures.append(f"#{index}: {reply!r} -> {read!r}")
+    return failures

@@ -14,7 +14,7 @@ import html
 import random
 
 import pytest
-from reply_pieces import QUERIES
+from reply_pieces import QUERIES, misread_queries
 
 from macsql.replies.finder import find_sql
 from macsql.replies.markup import original_offset, sql_text
@@ -73,14 +73,7 @@ def _containers(rng: random.Random, sql: str) -> str:
 
 
 def test_every_query_escaped_in_any_container_reads_as_written() -> None:
-    rng = random.Random(7)
-    failures = []
-    for index in range(600):
-        sql = rng.choice(QUERIES)
-        reply = _containers(rng, sql)
-        read = find_sql(reply, "sqlite").sql
-        if " ".join((read or "").split()) != " ".join(sql.split()):
-            failures.append(f"#{index}: {reply!r} -> {read!r}")
+    failures = misread_queries(_containers, seed=7, cases=600)
     assert not failures, failures[:5]
 
 
