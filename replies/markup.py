@@ -35,7 +35,7 @@ def as_rendered(text: str) -> str:
     if ">" in text:
         text = _QUOTE_RUN.sub(lambda m: _QUOTE_MARK.sub(_blank, m.group(0)), text)
         text = _LINE_BREAK_TAG.sub(lambda m: "\n" + " " * (len(m.group(0)) - 1), text)
-    if "**" in text or "__" in text:
+    if "**" in text:
         text = _BOLD.sub(lambda m: " " * 2 + m.group(2) + " " * 2, text)
     if _NUMBERED_LINE.search(text):
         text = _NUMBERED_LISTING.sub(_unnumbered, text)
@@ -50,7 +50,8 @@ def _blank(match: re.Match[str]) -> str:
 _QUOTE_RUN = re.compile(r"(?:^|(?<=\n\n))(?:[ \t]*>[^\n]*(?:\n|$))+")
 _QUOTE_MARK = re.compile(r"(?m)^[ \t]*>[ \t]?")
 _LINE_BREAK_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_BOLD = re.compile(r"(?<![\w*_])(\*\*|__)(?=\S)([^\n]*?\S)\1(?![\w*_])")
+# `**` only: `__` is also how a name starts and ends (`__id__`).
+_BOLD = re.compile(r"(?<![\w*])(\*\*)(?=\S)([^\n]*?\S)\1(?![\w*])")
 # Three or more lines numbered 1, 2, 3 ... at their start ("1  SELECT name", "2 | FROM t").
 _NUMBERED_LINE = re.compile(r"(?m)^[ \t]*1[ \t]*[|:.)]?[ \t]+\S")
 _NUMBERED_LISTING = re.compile(r"(?m)(?:^[ \t]*\d{1,4}[ \t]*[|:.)]?[ \t]+\S[^\n]*(?:\n|$)){3,}")

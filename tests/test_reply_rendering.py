@@ -43,6 +43,7 @@ def test_a_rendered_query_reads_as_written(reply: str) -> None:
             "SELECT title FROM album WHERE title = 'It’s'",
         ),
         ("SELECT count(*) FROM singer\n2 rows", "SELECT count(*) FROM singer"),
+        ("SELECT __id__ FROM logs", "SELECT __id__ FROM logs"),
     ],
 )
 def test_what_only_looks_like_rendering_stays(reply: str, sql: str) -> None:
