@@ -325,7 +325,14 @@ def quoted_text(content: str) -> str:
 
 def object_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each top-level {...} in the text, braces inside strings ignored."""
-    if "{" not in text:
+    return bracketed_spans(text, "{")
+
+
+def bracketed_spans(text: str, opening: str) -> list[tuple[int, int]]:
+    """(start, end) of each top-level {...} (`opening` "{") or [...] ("[") in the text,
+    brackets inside strings ignored."""
+    closing = "}" if opening == "{" else "]"
+    if opening not in text:
         return []
     spans: list[tuple[int, int]] = []
     depth, start, quote, escaped = 0, 0, "", False
@@ -339,38 +346,11 @@ def object_spans(text: str) -> list[tuple[int, int]]:
                 quote = ""
         elif depth and char in "\"'":
             quote = char
-        elif char == "{":
+        elif char == opening:
             if depth == 0:
                 start = i
             depth += 1
-        elif char == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                spans.append((start, i + 1))
-    return spans
-
-
-def array_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each top-level [...] in the text, brackets inside strings ignored."""
-    if "[" not in text:
-        return []
-    spans: list[tuple[int, int]] = []
-    depth, start, quote, escaped = 0, 0, "", False
-    for i, char in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif depth and char in "\"'":
-            quote = char
-        elif char == "[":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif char == "]" and depth:
+        elif char == closing and depth:
             depth -= 1
             if depth == 0:
                 spans.append((start, i + 1))
@@ -386,7 +366,7 @@ def lenient_value(text: str, opening: str = "{") -> Any:
     if not text.startswith(opening):
         return None
     kind = dict if opening == "{" else list
-    whole = (object_spans if opening == "{" else array_spans)(text) == [(0, len(text))]
+    whole = bracketed_spans(text, opening) == [(0, len(text))]
     for attempt in (_strict_json, _repaired_json) if whole else (_strict_json,):
         try:
             value = attempt(text)

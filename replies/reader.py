@@ -19,7 +19,7 @@ from typing import Any
 
 from macsql.llm.reasoning import split_reasoning
 from macsql.replies.finder import SqlReading, find_sql
-from macsql.replies.markup import array_spans, fences, lenient_value, object_spans
+from macsql.replies.markup import bracketed_spans, fences, lenient_value
 
 __all__ = [
     "SqlReading",
@@ -78,7 +78,7 @@ def _json_values(reply: str, opening: str, keys: Iterable[str]) -> list[Any]:
 def _positioned(reply: str, opening: str, keys: Iterable[str]) -> list[tuple[int, int, Any]]:
     answer, _thinking = split_reasoning(reply or "")
     wanted = {_norm(k) for k in keys}
-    spans = object_spans(answer) if opening == "{" else array_spans(answer)
+    spans = bracketed_spans(answer, opening)
     texts = [(a, b, answer[a:b]) for a, b in spans]
     texts += [(f.start, f.end, f.body.strip()) for f in fences(answer)]
     found: list[tuple[int, int, Any]] = []
