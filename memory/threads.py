@@ -31,8 +31,10 @@ def _top_level(config: RunnableConfig) -> bool:
     return not (config.get("configurable") or {}).get("checkpoint_ns")
 
 
-class PruningSqliteSaver(SqliteSaver):
-    """`SqliteSaver` that keeps only a thread's newest checkpoint."""
+class _KeepsNewest(BaseCheckpointSaver[Any]):
+    """What every pruning saver does: after a top-level checkpoint is saved, `_prune` the
+    thread; after writes are saved, `_after_writes` (writes that arrive for a checkpoint older
+    than the newest belong to one already pruned)."""
 
     def put(
         self,
@@ -54,7 +56,19 @@ class PruningSqliteSaver(SqliteSaver):
         task_path: str = "",
     ) -> None:
         super().put_writes(config, writes, task_id, task_path)
-        # Writes that arrive after a newer checkpoint was saved belong to one already pruned.
+        self._after_writes(config)
+
+    def _prune(self, thread: str) -> None:
+        raise NotImplementedError
+
+    def _after_writes(self, config: RunnableConfig) -> None:
+        """Nothing by default: the saver's own `put` keeps the thread bounded."""
+
+
+class PruningSqliteSaver(_KeepsNewest, SqliteSaver):
+    """`SqliteSaver` that keeps only a thread's newest checkpoint."""
+
+    def _after_writes(self, config: RunnableConfig) -> None:
         self._prune(str(config["configurable"]["thread_id"]))
 
     def _prune(self, thread: str) -> None:
@@ -73,36 +87,16 @@ class PruningSqliteSaver(SqliteSaver):
                 )
 
 
-class PruningInMemorySaver(InMemorySaver):
+class PruningInMemorySaver(_KeepsNewest, InMemorySaver):
     """`InMemorySaver` that keeps only a thread's newest checkpoint (the eval's threads)."""
 
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: Any,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        saved = super().put(config, checkpoint, metadata, new_versions)
-        if _top_level(config):
-            self._keep_only_newest(str(saved["configurable"]["thread_id"]))
-        return saved
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        super().put_writes(config, writes, task_id, task_path)
-        # Writes that arrive after a newer checkpoint was saved belong to one already pruned.
+    def _after_writes(self, config: RunnableConfig) -> None:
         thread = str(config["configurable"]["thread_id"])
         top = self.storage[thread].get("") if thread in self.storage else None
         if top and config["configurable"]["checkpoint_id"] < max(top):
-            self._keep_only_newest(thread)
+            self._prune(thread)
 
-    def _keep_only_newest(self, thread_id: str) -> None:
+    def _prune(self, thread_id: str) -> None:
         namespaces = self.storage[thread_id]
         top = namespaces.get("")
         if not top:
@@ -129,18 +123,9 @@ def pruning_postgres_saver() -> Any:
     """`PostgresSaver` that keeps only a thread's newest checkpoint (its own `prune`)."""
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    class PruningPostgresSaver(PostgresSaver):
-        def put(
-            self,
-            config: RunnableConfig,
-            checkpoint: Checkpoint,
-            metadata: Any,
-            new_versions: ChannelVersions,
-        ) -> RunnableConfig:
-            saved = super().put(config, checkpoint, metadata, new_versions)
-            if _top_level(config):
-                self.prune([str(saved["configurable"]["thread_id"])], strategy="keep_latest")
-            return saved
+    class PruningPostgresSaver(_KeepsNewest, PostgresSaver):
+        def _prune(self, thread: str) -> None:
+            self.prune([thread], strategy="keep_latest")
 
     return PruningPostgresSaver
 
