@@ -62,38 +62,15 @@ def vectors_path(schema: SchemaInfo, name: str, docs: list[str]) -> Path:
 
 def schema_vectors(schema: SchemaInfo, embeddings: Embeddings, name: str) -> tuple[list[Any], Any]:
     """(column keys, normalised matrix): from the schema object, the disk, or the model."""
-    import numpy as np
-
-    memo: dict[Any, tuple[list[Any], Any, Embeddings]] = schema.__dict__.setdefault(
-        "_link_vectors", {}
-    )
-    # An unnamed object is told apart by identity; the memo holds it, so the id stays its.
-    memo_key = name or ("object", id(embeddings))
+    memo: dict[Any, Any] = schema.__dict__.setdefault("_link_vectors", {})
     with _lock:
-        hit = memo.get(memo_key)
-    if hit is not None:
-        return hit[0], hit[1]
-    keys, docs = column_documents(schema)
-    path = vectors_path(schema, name, docs) if name else None
-    matrix = None
-    if path is not None and path.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            matrix = np.load(path)
-            if matrix.shape[0] != len(keys):
-                matrix = None
-    if matrix is None:
-        raw = np.asarray(embeddings.embed_documents(docs), dtype="float32")
-        norms = np.linalg.norm(raw, axis=1, keepdims=True)
-        matrix = raw / np.where(norms == 0, 1.0, norms)
-        if path is not None:
-            with contextlib.suppress(OSError):
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.npy")
-                np.save(tmp, matrix)
-                tmp.replace(path)
-    with _lock:
-        memo.setdefault(memo_key, (keys, matrix, embeddings))
-    return keys, matrix
+        documents = memo.get("column_documents")
+    if documents is None:
+        documents = column_documents(schema)
+        with _lock:
+            documents = memo.setdefault("column_documents", documents)
+    keys, docs = documents
+    return keys, _cached_matrix(schema, embeddings, name, "columns", docs)
 
 
 def question_texts(asked: str) -> list[str]:
