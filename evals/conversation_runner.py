@@ -23,7 +23,6 @@ line after each interaction), ``summary.json`` / ``.md`` / ``.png``.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -199,7 +198,6 @@ async def run_conversations(
     live = [i for i in pending if not i.skip_reason]
 
     with collector_tuned_for_batch():
-        threading.Thread(target=_preload_chart_modules, daemon=True).start()
         loop = asyncio.get_running_loop()
         executor = node_executor(options.concurrency)
         loop.set_default_executor(executor)
@@ -270,8 +268,3 @@ async def run_conversations(
     )
     executor.shutdown(wait=False)
     return summary, {r["index"]: r for r in scope}
-
-
-def _preload_chart_modules() -> None:
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401

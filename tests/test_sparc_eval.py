@@ -9,6 +9,8 @@ import asyncio
 import itertools
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -358,3 +360,34 @@ async def _gold_run(sparc: Path, tmp_path: Path) -> Any:
     from macsql.evals.runner import run_eval
 
     return await run_eval(_options(sparc, tmp_path / "gold", gold=True))
+
+
+# Runs in a fresh interpreter: this test process may have imported matplotlib already.
+_CHART_AFTER_ITEMS = """
+import asyncio, json, sys
+from macsql.evals.options import EvalOptions
+from macsql.evals.runner import run_eval
+
+seen = []
+options = EvalOptions(dataset="sparc", data_dir=sys.argv[1], out=sys.argv[2], gold=True,
+                      progress=False)
+asyncio.run(run_eval(options, on_record=lambda r: seen.append("matplotlib" in sys.modules)))
+print(json.dumps({"records": len(seen), "loaded_during_items": any(seen)}))
+"""
+
+
+def test_a_conversation_eval_loads_the_chart_library_after_its_last_turn(
+    sparc: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-c", _CHART_AFTER_ITEMS, str(sparc), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["records"] > 1
+    assert not seen["loaded_during_items"], "matplotlib was imported while turns ran"
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
