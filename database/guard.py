@@ -545,7 +545,8 @@ def _function_qualifier(node: exp.Func) -> str:
 # --- dialects and tokens ------------------------------------------------------------------
 
 
-def _split_statements(tokens: list[Token]) -> list[list[Token]]:
+def split_statements(tokens: list[Token]) -> list[list[Token]]:
+    """The tokens of each statement, split at semicolons (empty statements dropped)."""
     statements: list[list[Token]] = []
     current: list[Token] = []
     for token in tokens:
@@ -701,7 +702,7 @@ def _statement(
     except Exception as exc:
         return _unsupported(exc)
 
-    statements = _split_statements(tokens)
+    statements = split_statements(tokens)
     if not statements:
         return _refuse(
             GuardKind.EMPTY, "Rejected: there is no SQL statement, only comments or semicolons."

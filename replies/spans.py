@@ -201,20 +201,9 @@ def _expecting() -> frozenset[Any]:
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
-    from sqlglot.tokens import TokenType
+    from macsql.database.guard import split_statements  # with sqlglot, on the first reply
 
-    statements: list[list[Token]] = []
-    current: list[Token] = []
-    for token in tokens:
-        if token.token_type == TokenType.SEMICOLON:
-            if current:
-                statements.append(current)
-            current = []
-        else:
-            current.append(token)
-    if current:
-        statements.append(current)
-    return statements
+    return split_statements(tokens)
 
 
 @lru_cache(maxsize=2048)
