@@ -28,18 +28,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from macsql.testing.servers import ServerProcess, ServerStartError, server_database
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "How many books are there?"
@@ -76,38 +75,6 @@ def model_server(delay: float) -> Iterator[str]:
 # --- the macsql server -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    name = f"macsql_bench_{uuid.uuid4().hex[:8]}"
-    admin = _libpq(admin_url)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield _libpq(admin_url, name)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-            conn.execute(drop.format(sql.Identifier(name)))
-
-
-def _libpq(url: str, database: str | None = None) -> str:
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url).set(drivername="postgresql")
-    if database:
-        parsed = parsed.set(database=database)
-    return parsed.render_as_string(hide_password=False)
-
-
 def group_cpu_seconds(group: int) -> float:
     """CPU seconds (user + system) of the live processes in process group `group` (Linux)."""
     total = 0.0
@@ -124,48 +91,17 @@ def group_cpu_seconds(group: int) -> float:
 
 @contextmanager
 def macsql_server(database_url: str, workers: int, log: Path) -> Iterator[tuple[str, int]]:
-    import httpx
-
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_"))}
-    env["LANGSMITH_TRACING"] = "false"
-    command = [
-        sys.executable,
-        "-m",
-        "macsql.cli.main",
-        "serve",
-        "--database-url",
-        database_url,
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-    ]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
+    server = ServerProcess(database_url, log, args=("--workers", str(workers)))
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"macsql serve did not start; see {log}")
-            try:
-                if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        yield url, proc.pid
+        server.start().wait_ready()
+    except ServerStartError as exc:
+        server.stop()
+        raise SystemExit(f"macsql serve did not start; see {log}\n{exc}") from exc
+    try:
+        assert server.proc is not None
+        yield server.url, server.proc.pid
     finally:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        server.stop()
 
 
 # --- measurements ----------------------------------------------------------------------------
@@ -274,7 +210,7 @@ def main() -> None:
         for workers in args.workers:
             in_flight = args.per_worker * workers
             with (
-                fresh_database(args.database_url) as database_url,
+                server_database(args.database_url) as database_url,
                 macsql_server(database_url, workers, logs / f"w{workers}.log") as (url, group),
             ):
                 # Warm every worker: its first runs build the schema cache and model client.

@@ -35,7 +35,7 @@ import httpx
 import psycopg
 import pytest
 from conftest import SAMPLE_QUESTIONS, spider_eval_args, spider_sample
-from server_support import ServerProcess, require_engine, server_database
+from server_support import require_engine
 from test_pipelines_eval import SpiderResponder
 
 from macsql.cli.main import main
@@ -46,6 +46,7 @@ from macsql.evals.runner import run_eval
 from macsql.graph.registry import pipeline_names
 from macsql.serving.client import ServerRuns
 from macsql.testing.scripted import ScriptedOpenAIServer
+from macsql.testing.servers import ServerProcess, server_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(400)]
 
