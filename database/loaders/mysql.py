@@ -14,12 +14,13 @@ from the same file is skipped, and one the loader did not create is never droppe
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
@@ -68,31 +69,35 @@ def ensure_reader_user(url: str, user: str, password: str | None = None) -> bool
     import pymysql
 
     name, _, host = user.partition("@")
-    engine = _admin_engine(url)
+    try:
+        with _admin_cursor(url) as cur:
+            cur.execute(
+                "SELECT 1 FROM mysql.user WHERE user = %s AND host = %s", (name, host or "%")
+            )
+            if cur.fetchone() is not None:
+                return False
+            if password is None:
+                cur.execute(f"CREATE USER {_grantee(user)}")
+            else:
+                cur.execute(f"CREATE USER {_grantee(user)} IDENTIFIED BY %s", (password,))
+            return True
+    except pymysql.MySQLError as exc:
+        raise LoaderError(f"creating the user {user} failed: {exc}") from exc
+
+
+@contextmanager
+def _admin_cursor(url: str) -> Iterator[Any]:
+    """An autocommit cursor of a writable connection for loading (never for model SQL), no
+    database selected; the engine is disposed afterwards."""
+    engine = create_engine(make_url(normalise_url(url)).set(database=None), poolclass=NullPool)
     try:
         with engine.connect() as conn:
             raw: Any = conn.connection.driver_connection
             raw.autocommit(True)
             with raw.cursor() as cur:
-                cur.execute(
-                    "SELECT 1 FROM mysql.user WHERE user = %s AND host = %s", (name, host or "%")
-                )
-                if cur.fetchone() is not None:
-                    return False
-                if password is None:
-                    cur.execute(f"CREATE USER {_grantee(user)}")
-                else:
-                    cur.execute(f"CREATE USER {_grantee(user)} IDENTIFIED BY %s", (password,))
-                return True
-    except pymysql.MySQLError as exc:
-        raise LoaderError(f"creating the user {user} failed: {exc}") from exc
+                yield cur
     finally:
         engine.dispose()
-
-
-def _admin_engine(url: str) -> Engine:
-    """A writable engine for loading (never for model SQL): no database selected."""
-    return create_engine(make_url(normalise_url(url)).set(database=None), poolclass=NullPool)
 
 
 def _create_table(cur: Any, source: Any, plan: TablePlan, report: LoadReport) -> None:
@@ -182,58 +187,49 @@ def copy_sqlite_to_mysql(
         f"{MARKER_PREFIX}{LOADER_VERSION}:{file_sha256(path)}:"
         f"{'numeric-text' if numeric_text else 'declared-text'}:mysql-v2"
     )
-    engine = _admin_engine(url)
     try:
-        with engine.connect() as conn:
-            raw: Any = conn.connection.driver_connection
-            raw.autocommit(True)
-            with raw.cursor() as cur:
-                cur.execute(f"CREATE DATABASE IF NOT EXISTS {_BOOK}")
-                cur.execute(
-                    f"CREATE TABLE IF NOT EXISTS {_BOOK}.loaded "
-                    "(name VARCHAR(64) PRIMARY KEY, marker VARCHAR(255))"
-                )
-                cur.execute(f"SELECT marker FROM {_BOOK}.loaded WHERE name = %s", (name,))
-                found = cur.fetchone()
-                cur.execute(
-                    "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (name,)
-                )
-                exists = cur.fetchone() is not None
-                if exists and found and found[0] == marker and not replace:
-                    if grant_select_to:  # the grant of a reload, for a user named only now
-                        cur.execute(
-                            f"GRANT SELECT ON {quote_mysql(name)}.* TO {_grantee(grant_select_to)}"
-                        )
-                    report.skipped = True
-                    return report
-                if exists and not found and not replace:
-                    raise LoaderError(
-                        f"database {name!r} exists and was not created by the macsql loader; "
-                        f"pass --replace to drop it"
-                    )
-                cur.execute(f"DROP DATABASE IF EXISTS {quote_mysql(name)}")
-                cur.execute(f"REPLACE INTO {_BOOK}.loaded VALUES (%s, %s)", (name, "loading"))
-                cur.execute(
-                    f"CREATE DATABASE {quote_mysql(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-                )
-                cur.execute(f"USE {quote_mysql(name)}")
-                with open_sqlite(path) as source:
-                    plans = plan_tables(source, report.warnings, numeric_text)
-                    for plan in plans:
-                        _create_table(cur, source, plan, report)
-                _add_foreign_keys(cur, plans, report)
-                if grant_select_to:
+        with _admin_cursor(url) as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {_BOOK}")
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {_BOOK}.loaded "
+                "(name VARCHAR(64) PRIMARY KEY, marker VARCHAR(255))"
+            )
+            cur.execute(f"SELECT marker FROM {_BOOK}.loaded WHERE name = %s", (name,))
+            found = cur.fetchone()
+            cur.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (name,))
+            exists = cur.fetchone() is not None
+            if exists and found and found[0] == marker and not replace:
+                if grant_select_to:  # the grant of a reload, for a user named only now
                     cur.execute(
                         f"GRANT SELECT ON {quote_mysql(name)}.* TO {_grantee(grant_select_to)}"
                     )
-                cur.execute(f"REPLACE INTO {_BOOK}.loaded VALUES (%s, %s)", (name, marker))
+                report.skipped = True
+                return report
+            if exists and not found and not replace:
+                raise LoaderError(
+                    f"database {name!r} exists and was not created by the macsql loader; "
+                    f"pass --replace to drop it"
+                )
+            cur.execute(f"DROP DATABASE IF EXISTS {quote_mysql(name)}")
+            cur.execute(f"REPLACE INTO {_BOOK}.loaded VALUES (%s, %s)", (name, "loading"))
+            cur.execute(
+                f"CREATE DATABASE {quote_mysql(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+            )
+            cur.execute(f"USE {quote_mysql(name)}")
+            with open_sqlite(path) as source:
+                plans = plan_tables(source, report.warnings, numeric_text)
+                for plan in plans:
+                    _create_table(cur, source, plan, report)
+            _add_foreign_keys(cur, plans, report)
+            if grant_select_to:
+                cur.execute(f"GRANT SELECT ON {quote_mysql(name)}.* TO {_grantee(grant_select_to)}")
+            cur.execute(f"REPLACE INTO {_BOOK}.loaded VALUES (%s, %s)", (name, marker))
     except (pymysql.MySQLError, DBAPIError) as exc:
         # Connecting goes through SQLAlchemy (its OperationalError wraps PyMySQL's).
         raise LoaderError(
             f"loading {path.name} into {report.target} failed: {describe_database_error(exc)}"
         ) from exc
     finally:
-        engine.dispose()
         report.seconds = time.perf_counter() - started
     return report
 
