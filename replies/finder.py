@@ -335,13 +335,24 @@ def _code_candidates(
 ) -> list[_Candidate]:
     """The statements in a code block's string literals (Python, JavaScript, a shell): a
     candidate each, which a query given as SQL outranks (`_rank`)."""
-    out: list[_Candidate] = []
-    for a, b in code_strings(text, start, end):
-        sql = quoted_text(sql_text(answer[a:b])).strip().rstrip(";").strip()
-        parsed = parse_span(sql, dialect)
-        if parsed.statement and parsed.clean:
-            out.append(_Candidate(a, sql, b, PLAIN, statement=not parsed.query, source="code"))
-    return out
+    found = (
+        _string_candidate(answer, a, b, dialect, "code") for a, b in code_strings(text, start, end)
+    )
+    return [candidate for candidate in found if candidate is not None]
+
+
+def _string_candidate(
+    answer: str, start: int, end: int, dialect: str, source: str, *, reads_as_query: bool = False
+) -> _Candidate | None:
+    """A string literal's content as a candidate when it is one statement (backslash escapes of
+    quotes resolved); with `reads_as_query`, a query must also read like one, as in prose."""
+    sql = quoted_text(sql_text(answer[start:end])).strip().rstrip(";").strip()
+    parsed = parse_span(sql, dialect)
+    if not (parsed.statement and parsed.clean) or (
+        reads_as_query and parsed.query and not parsed.plausible
+    ):
+        return None
+    return _Candidate(start, sql, end, PLAIN, statement=not parsed.query, source=source)
 
 
 def _outside(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -477,10 +488,9 @@ def _text_candidates(
     for a, b in quoted_spans(text, start, end):
         if _inside_any(a, covered):
             continue
-        sql = quoted_text(sql_text(answer[a:b])).strip().rstrip(";").strip()
-        parsed = parse_span(sql, dialect)
-        if parsed.statement and parsed.clean and (parsed.plausible or not parsed.query):
-            out.append(_Candidate(a, sql, b, PLAIN, statement=not parsed.query, source="quoted"))
+        candidate = _string_candidate(answer, a, b, dialect, "quoted", reads_as_query=True)
+        if candidate is not None:
+            out.append(candidate)
             covered.append((a, b))
     bounds = [m for m in layout.marks if start < m < end]
     edges = [start, *bounds, end]
