@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import MacSqlContext, context_of
 from macsql.core.state import MacSqlInput, MacSqlOutput, MacSqlState, PipelineState
+from macsql.graph.routed_nodes import add_routed_node
 from macsql.graph.routing import (
     FINISH,
     add_conversation_start,
@@ -80,24 +81,20 @@ def build_macsql_graph(
         input_schema=MacSqlInput,
         output_schema=MacSqlOutput,
     )
-    builder.add_node("load_schema", load_schema_node)
+    # Every hop but the Selector's is chosen by the node as it returns (`add_routed_node`: no
+    # router step over a copy of the state). The Selector skip stays a conditional edge.
+    add_routed_node(builder, "load_schema", load_schema_node, after_loading)
     builder.add_node("link_schema", link_schema_node)
     builder.add_node("selector", selector_node)
-    builder.add_node("decomposer", decomposer_node)
+    add_routed_node(builder, "decomposer", decomposer_node, route_candidate)
     # The approval node also serves SQLFixAgent, whose state its type names; here it reads
-    # only the shared keys, and naming them keeps SQLFixAgent's out of this graph's channels
-    # (every router step copies every channel).
-    builder.add_node("approve", approve_node, input_schema=PipelineState)
-    builder.add_node("executor", executor_node)
-    builder.add_node("refiner", refiner_node)
+    # only the shared keys, and naming them keeps SQLFixAgent's out of this graph's channels.
+    add_routed_node(builder, "approve", approve_node, after_approval, input_schema=PipelineState)
+    add_routed_node(builder, "executor", executor_node, route_after_execution)
+    add_routed_node(builder, "refiner", refiner_node, route_candidate)
     add_conversation_start(builder, "load_schema")
-    builder.add_conditional_edges("load_schema", after_loading)
     builder.add_conditional_edges("link_schema", route_after_linking)
     builder.add_edge("selector", "decomposer")
-    builder.add_conditional_edges("decomposer", route_candidate)
-    builder.add_conditional_edges("approve", after_approval)
-    builder.add_conditional_edges("executor", route_after_execution)
-    builder.add_conditional_edges("refiner", route_candidate)
     add_finish(builder, answer=answer)
     return builder
 

@@ -22,6 +22,7 @@ from langgraph.types import Send
 
 from macsql.core.context import R3Context, context_of
 from macsql.core.state import MacSqlInput, PipelineState, R3Output, R3State
+from macsql.graph.routed_nodes import add_routed_node
 from macsql.graph.routing import (
     FINISH,
     add_conversation_start,
@@ -90,32 +91,30 @@ def build_r3_graph(*, answer: bool = True) -> StateGraph[R3State, R3Context, Mac
     builder: Any = StateGraph(
         R3State, context_schema=R3Context, input_schema=MacSqlInput, output_schema=R3Output
     )
-    builder.add_node("load_schema", load_schema_node)
-    builder.add_node("link_schema", link_schema_node)
+    # Each node chooses its next hop as it returns (`add_routed_node`).
+    add_routed_node(builder, "load_schema", load_schema_node, after_loading)
+    add_routed_node(builder, "link_schema", link_schema_node, route_after_linking)
     builder.add_node("kshot", kshot_node)
-    builder.add_node("writer", writer_node)
+    add_routed_node(builder, "writer", writer_node, route_written)
     # The approval node also serves SQLFixAgent, whose state its type names; here it reads
-    # only the shared keys, and naming them keeps SQLFixAgent's out of this graph's channels
-    # (every router step copies every channel).
-    builder.add_node("approve", approve_node, input_schema=PipelineState)
-    builder.add_node("executor", executor_node)
-    builder.add_node("writer_debug", writer_debug_node)
-    builder.add_node("persona", persona_node)
-    builder.add_node("reviewer", reviewer_node)
-    builder.add_node("writer_revise", writer_revise_node)
-    add_conversation_start(builder, "load_schema")
-    builder.add_conditional_edges("load_schema", after_loading)
-    builder.add_conditional_edges("link_schema", route_after_linking)
-    builder.add_edge("kshot", "writer")
-    builder.add_conditional_edges("writer", route_written)
-    builder.add_conditional_edges("writer_debug", route_written)
-    builder.add_conditional_edges("approve", after_approval)
-    builder.add_conditional_edges(
-        "executor", route_after_execution, ["writer_debug", "persona", "reviewer", FINISH]
+    # only the shared keys, and naming them keeps SQLFixAgent's out of this graph's channels.
+    add_routed_node(builder, "approve", approve_node, after_approval, input_schema=PipelineState)
+    add_routed_node(
+        builder,
+        "executor",
+        executor_node,
+        route_after_execution,
+        destinations=["writer_debug", "persona", "reviewer", FINISH],
     )
-    builder.add_conditional_edges("persona", route_after_persona, ["reviewer", FINISH])
+    add_routed_node(builder, "writer_debug", writer_debug_node, route_written)
+    add_routed_node(
+        builder, "persona", persona_node, route_after_persona, destinations=["reviewer", FINISH]
+    )
+    builder.add_node("reviewer", reviewer_node)
+    add_routed_node(builder, "writer_revise", writer_revise_node, route_after_revise)
+    add_conversation_start(builder, "load_schema")
+    builder.add_edge("kshot", "writer")
     builder.add_edge("reviewer", "writer_revise")
-    builder.add_conditional_edges("writer_revise", route_after_revise)
     add_finish(builder, answer=answer)
     return builder
 

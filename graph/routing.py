@@ -17,6 +17,7 @@ from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
 from macsql.core.context import BaseContext, context_of
+from macsql.graph.routed_nodes import add_routed_node
 from macsql.nodes.common.answer import answer_node, answer_wanted
 from macsql.nodes.common.close_turn import close_turn_node, closes_turn, working_keys
 from macsql.nodes.common.contextualize import contextualize_node, has_conversation
@@ -83,12 +84,11 @@ def add_conversation_start(builder: Any, first: str) -> None:
 def add_finish(builder: Any, *, answer: bool = True) -> None:
     """`finish` → [answer] → [close_turn] → END: the end every pipeline shares. A pipeline
     embedded as a stage of another (MAC-SQL + SQLFixAgent) leaves both to the outer graph."""
-    builder.add_node(FINISH, finish_node)
     if not answer:
+        builder.add_node(FINISH, finish_node)
         builder.add_edge(FINISH, END)
         return
-    builder.add_node("answer", answer_node)
+    add_routed_node(builder, FINISH, finish_node, after_finish)
+    add_routed_node(builder, "answer", answer_node, after_answer)
     builder.add_node(CLOSE_TURN, close_turn_node(working_keys(builder)))
-    builder.add_conditional_edges(FINISH, after_finish)
-    builder.add_conditional_edges("answer", after_answer)
     builder.add_edge(CLOSE_TURN, END)

@@ -25,6 +25,7 @@ from langgraph.runtime import Runtime
 
 from macsql.core.context import SqlFixContext, context_of
 from macsql.core.state import SqlFixInput, SqlFixOutput, SqlFixState
+from macsql.graph.routed_nodes import add_routed_node
 from macsql.graph.routing import (
     FINISH,
     add_conversation_start,
@@ -129,27 +130,19 @@ def build_sqlfix_graph(
         input_schema=SqlFixInput,
         output_schema=SqlFixOutput,
     )
-    builder.add_node("load_schema", sqlfix_load_schema_node)
-    builder.add_node("link_schema", link_schema_node)
-    builder.add_node("sql_tool", sql_tool_node)
-    builder.add_node("approve", approve_node)
-    builder.add_node("executor", executor_node)
-    builder.add_node("sql_reviewer", sql_reviewer_node)
-    builder.add_node("query_crafter", query_crafter_node)
+    # Each node chooses its next hop as it returns (`add_routed_node`).
+    add_routed_node(builder, "load_schema", sqlfix_load_schema_node, after_loading)
+    add_routed_node(builder, "link_schema", link_schema_node, route_after_schema)
+    add_routed_node(builder, "sql_tool", sql_tool_node, route_after_sql_tool)
+    add_routed_node(builder, "approve", approve_node, route_after_approval)
+    add_routed_node(builder, "executor", executor_node, route_after_execution)
+    add_routed_node(builder, "sql_reviewer", sql_reviewer_node, route_after_review)
+    add_routed_node(builder, "query_crafter", query_crafter_node, route_after_crafter)
     builder.add_node("run_candidates", run_candidates_node)
-    builder.add_node("sql_refiner", sql_refiner_node)
-    builder.add_node("check_repair", check_repair_node)
+    add_routed_node(builder, "sql_refiner", sql_refiner_node, route_after_refiner)
+    add_routed_node(builder, "check_repair", check_repair_node, route_after_check)
     add_conversation_start(builder, "load_schema")
-    builder.add_conditional_edges("load_schema", after_loading)
-    builder.add_conditional_edges("link_schema", route_after_schema)
-    builder.add_conditional_edges("sql_tool", route_after_sql_tool)
-    builder.add_conditional_edges("approve", route_after_approval)
-    builder.add_conditional_edges("executor", route_after_execution)
-    builder.add_conditional_edges("sql_reviewer", route_after_review)
-    builder.add_conditional_edges("query_crafter", route_after_crafter)
     builder.add_edge("run_candidates", "sql_refiner")
-    builder.add_conditional_edges("sql_refiner", route_after_refiner)
-    builder.add_conditional_edges("check_repair", route_after_check)
     add_finish(builder, answer=answer)
     return builder
 
