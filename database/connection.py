@@ -319,6 +319,37 @@ def get_engine(ref: DatabaseRef) -> Engine:
         return engine
 
 
+STATEMENTS_ONLY = "macsql_statements_only"
+"""Set in the `info` of a connection that runs nothing but guarded statements."""
+_STATEMENTS_SUFFIX = "#statements"
+
+
+def statement_engine(ref: DatabaseRef) -> Engine:
+    """The engine that model-written statements run on (`execute_sql`).
+
+    SQLite: a pool of its own, apart from macsql's own reads (schemas, inventories: PRAGMAs),
+    whose connections run nothing but guarded statements. So SQLite's authorizer, once set on
+    one, stays set: setting it expires every statement the connection has prepared, and so did
+    each statement's set-and-clear. Other backends: `get_engine`'s pool.
+    """
+    if ref.sqlite_path is None:
+        return get_engine(ref)
+    key = ref.url + _STATEMENTS_SUFFIX
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            from sqlalchemy import event
+
+            engine = _sqlite_engine(ref.sqlite_path)
+
+            @event.listens_for(engine, "connect")
+            def _statements_only(_dbapi_conn: Any, record: Any) -> None:
+                record.info[STATEMENTS_ONLY] = True
+
+            _engines[key] = engine
+        return engine
+
+
 def sqlite_open_hint(path: Path) -> str | None:
     """What is wrong when SQLite says "unable to open database file" for a file that exists,
     and what to do, when it can be told; else None."""
@@ -412,9 +443,10 @@ def forget_database(db: str) -> None:
     except (DatabaseNotFoundError, DatabaseUnavailableError):
         return
     with _engines_lock:
-        engine = _engines.pop(ref.url, None)
-    if engine is not None:
-        engine.dispose()
+        engines = [_engines.pop(key, None) for key in (ref.url, ref.url + _STATEMENTS_SUFFIX)]
+    for engine in engines:
+        if engine is not None:
+            engine.dispose()
 
 
 def dispose_all() -> None:
