@@ -225,7 +225,7 @@ def execute_sql(
                 statement = verdict.sql or sql
                 done["ran_at"] = time.perf_counter()  # elapsed: the database's time only
                 done["result"] = _run_on_connection(
-                    db, statement, bounds, abandoned, allowed_functions
+                    db, statement, bounds, abandoned, allowed_functions, verdict.columns
                 )
         except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
             done["error"] = exc
@@ -271,6 +271,7 @@ def _run_on_connection(
     bounds: Bounds,
     abandoned: threading.Event,
     allowed_functions: tuple[str, ...],
+    column_count: int | None = None,
 ) -> ExecutionResult:
     from macsql.database.guard import make_policy
 
@@ -278,7 +279,7 @@ def _run_on_connection(
         try:
             if db.backend == "sqlite":
                 extra = make_policy(None, allowed_functions).allowed_functions
-                return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra))
+                return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra), column_count)
             if db.backend == "postgresql":
                 return _run_postgres(conn, sql, bounds)
             run = _backend_runner(db.backend)
@@ -387,8 +388,14 @@ _INSTALLED_AUTHORIZER = "macsql_authorizer"
 
 
 def _run_sqlite(
-    conn: Connection, sql: str, bounds: Bounds, authorizer: Authorizer | None = None
+    conn: Connection,
+    sql: str,
+    bounds: Bounds,
+    authorizer: Authorizer | None = None,
+    column_count: int | None = None,
 ) -> ExecutionResult:
+    """`column_count`: how many columns `sql` returns, when the guard could tell (else a probe
+    prepares it once more to count them)."""
     raw: Any = conn.connection.driver_connection
     info = conn.connection.info  # the DBAPI connection's own: emptied if it is invalidated
     authorizer = authorizer or sqlite_authorizer()
@@ -408,7 +415,7 @@ def _run_sqlite(
     try:
         # No value may grow past its share of the budget: SQLite holds a whole row before
         # Python converts it, so a row of 30 values of 60 MB fails as its values are built.
-        columns_count = _sqlite_column_count(cursor, sql)
+        columns_count = column_count or _sqlite_column_count(cursor, sql)
         share = min(bounds.max_bytes, 1_000_000_000) // max(1, columns_count)
         raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1024, share))
         cursor.execute(sql)

@@ -917,7 +917,23 @@ def _executable(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
             "Rejected: the SQL checker cannot write this statement so that it reads back the "
             "same; it is not run. Rewrite it in plain SQL.",
         )
-    return GuardVerdict(True, GuardKind.OK, None, text)
+    return GuardVerdict(True, GuardKind.OK, None, text, _result_columns(reread))
+
+
+def _result_columns(tree: exp.Expression) -> int | None:
+    """How many columns the query returns: its (first) SELECT's expressions, when none is a
+    `*` or `t.*`; None when the tree does not say (a star, VALUES)."""
+    node = tree
+    while isinstance(node, exp.Subquery | exp.SetOperation):
+        node = node.this  # a set operation returns its first query's columns
+    if not isinstance(node, exp.Select):
+        return None
+    for column in node.expressions:
+        if isinstance(column, exp.Star) or (
+            isinstance(column, exp.Column) and isinstance(column.this, exp.Star)
+        ):
+            return None
+    return len(node.expressions) or None
 
 
 @functools.lru_cache(maxsize=64)

@@ -1,7 +1,8 @@
 """SQLite: model-written statements run on connections of their own (`statement_engine`), set up
 once: read-only, and SQLite's authorizer set for good, so a text SQLite has prepared on one is
 not prepared again (setting an authorizer expires every prepared statement). macsql's own reads
-(schemas, inventories: PRAGMAs) use the other pool, which has no authorizer."""
+(schemas, inventories: PRAGMAs) use the other pool, which has no authorizer. The guard tells how
+many columns a statement returns, so it is prepared once, not also in a probe."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from macsql.database.connection import (
     statement_engine,
 )
 from macsql.database.execution import Outcome, execute_sql, sqlite_authorizer
-from macsql.database.guard import GuardVerdict
+from macsql.database.guard import GuardVerdict, check_statement
 
 SQL = "SELECT name, age FROM singer WHERE age > 30 ORDER BY age"
 
@@ -103,3 +104,67 @@ def test_an_invalidated_connection_is_set_up_again(concert: DatabaseRef) -> None
         result = execute_sql(concert, "CREATE TEMP TABLE evil (x int)")
     assert result.outcome == Outcome.REJECTED
     assert execute_sql(concert, SQL).outcome == Outcome.OK
+
+
+def test_the_guard_counts_the_columns_so_the_probe_is_not_run(
+    concert: DatabaseRef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probed: list[str] = []
+    real = execution._sqlite_column_count
+
+    def probe(cursor: sqlite3.Cursor, sql: str) -> int:
+        probed.append(sql)
+        return real(cursor, sql)
+
+    monkeypatch.setattr(execution, "_sqlite_column_count", probe)
+    assert [c.lower() for c in execute_sql(concert, SQL).columns] == ["name", "age"]
+    assert probed == []
+    star = execute_sql(concert, "SELECT * FROM singer")  # the tree does not say: probed
+    assert star.outcome == Outcome.OK and len(star.columns) > 2
+    assert probed == [star.executed]
+
+
+@pytest.mark.parametrize(
+    ("sql", "columns"),
+    [
+        ("SELECT name, age FROM singer", 2),
+        ("SELECT count(*) FROM singer", 1),
+        ("SELECT name FROM singer UNION SELECT name FROM stadium", 1),
+        ("SELECT name, age FROM singer EXCEPT SELECT name, capacity FROM stadium", 2),
+        ("WITH s AS (SELECT * FROM singer) SELECT s.name, s.age, 1 FROM s", 3),
+        ("SELECT * FROM singer", None),
+        ("SELECT singer.*, 1 FROM singer", None),
+        ("VALUES (1, 2)", None),
+    ],
+)
+def test_result_columns_as_the_guard_reads_them(sql: str, columns: int | None) -> None:
+    verdict = check_statement(sql, "sqlite")
+    assert verdict.allowed, verdict.reason
+    assert verdict.columns == columns
+    if columns is not None:
+        probe = sqlite3.connect(concert_db()).execute(f"SELECT * FROM ({verdict.sql}) LIMIT 0")
+        assert len(probe.description) == columns
+
+
+@pytest.mark.needs_data("spider")
+def test_result_columns_agree_with_sqlite_on_spider_gold_queries() -> None:
+    import json
+
+    from conftest import SPIDER
+
+    from macsql.database.relation_inventory import guard_verdict
+
+    told = 0
+    for item in json.loads((SPIDER / "dev.json").read_text(encoding="utf-8"))[:300]:
+        path = SPIDER / "database" / item["db_id"] / f"{item['db_id']}.sqlite"
+        if not path.is_file():
+            continue
+        verdict = guard_verdict(resolve_database(str(path)), item["query"])
+        assert verdict.allowed, (item["query"], verdict.reason)
+        if verdict.columns is None:
+            continue
+        told += 1
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            probe = conn.execute(f"SELECT * FROM ({verdict.sql}) LIMIT 0")
+            assert len(probe.description) == verdict.columns, verdict.sql
+    assert told > 250
