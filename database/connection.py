@@ -235,7 +235,7 @@ def _sqlite_uri(path: Path) -> str:
     return f"{path.as_uri()}?mode=ro"
 
 
-def _sqlite_engine(path: Path) -> Engine:
+def _sqlite_engine(path: Path, *, lifo: bool = False) -> Engine:
     from sqlalchemy import create_engine, event
     from sqlalchemy.pool import QueuePool
 
@@ -249,6 +249,7 @@ def _sqlite_engine(path: Path) -> Engine:
         poolclass=QueuePool,
         pool_size=8,
         max_overflow=32,
+        pool_use_lifo=lifo,
     )
 
     @event.listens_for(engine, "connect")
@@ -340,7 +341,8 @@ def statement_engine(ref: DatabaseRef) -> Engine:
         if engine is None:
             from sqlalchemy import event
 
-            engine = _sqlite_engine(ref.sqlite_path)
+            # The connection used last: what SQLite prepared and cached on it is warm.
+            engine = _sqlite_engine(ref.sqlite_path, lifo=True)
 
             @event.listens_for(engine, "connect")
             def _statements_only(_dbapi_conn: Any, record: Any) -> None:

@@ -66,6 +66,21 @@ def test_a_text_run_again_is_not_prepared_again(
     assert statement_engine(concert).pool.checkedout() == 0
 
 
+def test_the_connection_used_last_runs_the_next_statement(
+    concert: DatabaseRef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Several statements at once leave several connections in the pool (an eval's executor and
+    # scorer); the next statement takes the one used last, which has the text prepared.
+    engine = statement_engine(concert)
+    with engine.connect(), engine.connect(), engine.connect():
+        pass
+    asked = counting_authorizer(monkeypatch)
+    assert execute_sql(concert, SQL).outcome == Outcome.OK
+    prepared_once = len(asked)
+    assert execute_sql(concert, SQL, max_rows=None).outcome == Outcome.OK
+    assert len(asked) == prepared_once
+
+
 def test_macsql_own_reads_run_without_the_authorizer(concert: DatabaseRef) -> None:
     assert execute_sql(concert, SQL).outcome == Outcome.OK
     with get_engine(concert).connect() as conn:  # schemas are read with PRAGMAs
