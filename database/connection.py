@@ -235,7 +235,7 @@ def _sqlite_uri(path: Path) -> str:
     return f"{path.as_uri()}?mode=ro"
 
 
-def _sqlite_engine(path: Path) -> Engine:
+def _sqlite_engine(path: Path, *, lifo: bool = False) -> Engine:
     from sqlalchemy import create_engine, event
     from sqlalchemy.pool import QueuePool
 
@@ -249,6 +249,7 @@ def _sqlite_engine(path: Path) -> Engine:
         poolclass=QueuePool,
         pool_size=8,
         max_overflow=32,
+        pool_use_lifo=lifo,
     )
 
     @event.listens_for(engine, "connect")
@@ -315,6 +316,38 @@ def get_engine(ref: DatabaseRef) -> Engine:
         engine = _engines.get(key)
         if engine is None:
             engine = _sqlite_engine(ref.sqlite_path) if ref.sqlite_path else _server_engine(ref)
+            _engines[key] = engine
+        return engine
+
+
+STATEMENTS_ONLY = "macsql_statements_only"
+"""Set in the `info` of a connection that runs nothing but guarded statements."""
+_STATEMENTS_SUFFIX = "#statements"
+
+
+def statement_engine(ref: DatabaseRef) -> Engine:
+    """The engine that model-written statements run on (`execute_sql`).
+
+    SQLite: a pool of its own, apart from macsql's own reads (schemas, inventories: PRAGMAs),
+    whose connections run nothing but guarded statements. So SQLite's authorizer, once set on
+    one, stays set: setting it expires every statement the connection has prepared, and so did
+    each statement's set-and-clear. Other backends: `get_engine`'s pool.
+    """
+    if ref.sqlite_path is None:
+        return get_engine(ref)
+    key = ref.url + _STATEMENTS_SUFFIX
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            from sqlalchemy import event
+
+            # The connection used last: what SQLite prepared and cached on it is warm.
+            engine = _sqlite_engine(ref.sqlite_path, lifo=True)
+
+            @event.listens_for(engine, "connect")
+            def _statements_only(_dbapi_conn: Any, record: Any) -> None:
+                record.info[STATEMENTS_ONLY] = True
+
             _engines[key] = engine
         return engine
 
@@ -412,9 +445,10 @@ def forget_database(db: str) -> None:
     except (DatabaseNotFoundError, DatabaseUnavailableError):
         return
     with _engines_lock:
-        engine = _engines.pop(ref.url, None)
-    if engine is not None:
-        engine.dispose()
+        engines = [_engines.pop(key, None) for key in (ref.url, ref.url + _STATEMENTS_SUFFIX)]
+    for engine in engines:
+        if engine is not None:
+            engine.dispose()
 
 
 def dispose_all() -> None:

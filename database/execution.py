@@ -46,7 +46,12 @@ from typing import TYPE_CHECKING, Any
 
 from macsql.core.records import ExecutionRecord
 from macsql.core.worker_threads import WorkerThreads
-from macsql.database.connection import DatabaseRef, get_engine, sqlite_open_hint
+from macsql.database.connection import (
+    STATEMENTS_ONLY,
+    DatabaseRef,
+    sqlite_open_hint,
+    statement_engine,
+)
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.database.guard_verdicts import GuardKind, GuardVerdict
 from macsql.database.result_budget import ByteBudget, ResultTooLarge, too_large_message
@@ -220,7 +225,7 @@ def execute_sql(
                 statement = verdict.sql or sql
                 done["ran_at"] = time.perf_counter()  # elapsed: the database's time only
                 done["result"] = _run_on_connection(
-                    db, statement, bounds, abandoned, allowed_functions
+                    db, statement, bounds, abandoned, allowed_functions, verdict.columns
                 )
         except Exception as exc:  # driver errors (sqlite3, psycopg) and SQLAlchemy's wrappers
             done["error"] = exc
@@ -266,14 +271,15 @@ def _run_on_connection(
     bounds: Bounds,
     abandoned: threading.Event,
     allowed_functions: tuple[str, ...],
+    column_count: int | None = None,
 ) -> ExecutionResult:
     from macsql.database.guard import make_policy
 
-    with get_engine(db).connect() as conn:
+    with statement_engine(db).connect() as conn:
         try:
             if db.backend == "sqlite":
                 extra = make_policy(None, allowed_functions).allowed_functions
-                return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra))
+                return _run_sqlite(conn, sql, bounds, sqlite_authorizer(extra), column_count)
             if db.backend == "postgresql":
                 return _run_postgres(conn, sql, bounds)
             run = _backend_runner(db.backend)
@@ -378,14 +384,30 @@ def sqlite_authorizer(allowed_functions: frozenset[str] = frozenset()) -> Author
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
 
+_INSTALLED_AUTHORIZER = "macsql_authorizer"
+
+
 def _run_sqlite(
-    conn: Connection, sql: str, bounds: Bounds, authorizer: Authorizer | None = None
+    conn: Connection,
+    sql: str,
+    bounds: Bounds,
+    authorizer: Authorizer | None = None,
+    column_count: int | None = None,
 ) -> ExecutionResult:
+    """`column_count`: how many columns `sql` returns, when the guard could tell (else a probe
+    prepares it once more to count them)."""
     raw: Any = conn.connection.driver_connection
-    # Re-assert read-only on every use of a pooled connection: `mode=ro` already refuses writes
-    # to the file, and query_only also refuses TEMP tables, whatever an earlier statement did.
-    raw.execute("PRAGMA query_only = ON")
-    raw.set_authorizer(authorizer or sqlite_authorizer())
+    info = conn.connection.info  # the DBAPI connection's own: emptied if it is invalidated
+    authorizer = authorizer or sqlite_authorizer()
+    if info.get(_INSTALLED_AUTHORIZER) is not authorizer:
+        # Read-only before the authorizer, which then denies every PRAGMA: `mode=ro` already
+        # refuses writes to the file, query_only also refuses TEMP tables. On a connection that
+        # runs only guarded statements both stay set, and nothing a statement may do under the
+        # authorizer changes either (`connection.statement_engine`).
+        raw.set_authorizer(None)
+        raw.execute("PRAGMA query_only = ON")
+        raw.set_authorizer(authorizer)
+        info[_INSTALLED_AUTHORIZER] = authorizer
     # The watchdog interrupts from outside: one VM step can outlast any progress-handler tick.
     alarm = WATCHDOG.arm(bounds.deadline, raw.interrupt)
     old_length = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
@@ -393,7 +415,7 @@ def _run_sqlite(
     try:
         # No value may grow past its share of the budget: SQLite holds a whole row before
         # Python converts it, so a row of 30 values of 60 MB fails as its values are built.
-        columns_count = _sqlite_column_count(cursor, sql)
+        columns_count = column_count or _sqlite_column_count(cursor, sql)
         share = min(bounds.max_bytes, 1_000_000_000) // max(1, columns_count)
         raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1024, share))
         cursor.execute(sql)
@@ -402,7 +424,9 @@ def _run_sqlite(
     finally:
         fired = alarm.disarm()
         cursor.close()
-        raw.set_authorizer(None)
+        if not info.get(STATEMENTS_ONLY):  # a connection macsql's own reads use too
+            raw.set_authorizer(None)
+            info.pop(_INSTALLED_AUTHORIZER, None)
         raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_length)
     if fired:  # finished in the instant the alarm went off: the deadline still counts
         raise _DeadlineExceeded("interrupted")

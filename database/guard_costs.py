@@ -80,6 +80,10 @@ class CostCheck:
 
     __slots__ = ("built", "dialect", "limits", "sizes")
 
+    SEEN: tuple[type, ...] = (exp.Func, *_LIKE_NODES, *_REGEX_NODES)
+    """The node types a rule applies to (builders, edit distances and regular expressions are
+    calls): `see` returns None for a node of any other type."""
+
     def __init__(self, dialect: str, limits: StatementLimits) -> None:
         self.dialect = dialect
         self.limits = limits

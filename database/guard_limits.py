@@ -48,19 +48,29 @@ class TreeSize:
 
     __slots__ = ("ctes", "limits", "nodes", "selects")
 
+    SEEN: tuple[type, ...] = (exp.CTE, exp.Select, exp.In)
+    """The node types `see` does more with than count; `count` is `see` for any other."""
+
     def __init__(self, limits: StatementLimits) -> None:
         self.limits = limits
         self.nodes = self.ctes = self.selects = 0
 
+    def count(self) -> str | None:
+        """`see` for a node of none of the `SEEN` types."""
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes:
+            return (
+                f"the statement has more than {self.limits.max_nodes:,} syntax nodes "
+                "(Context.max_sql_nodes)"
+            )
+        return None
+
     def see(self, node: object) -> str | None:
         """Why the tree is too large for a server to plan quickly, once it is; else None."""
         limits = self.limits
-        self.nodes += 1
-        if self.nodes > limits.max_nodes:
-            return (
-                f"the statement has more than {limits.max_nodes:,} syntax nodes "
-                "(Context.max_sql_nodes)"
-            )
+        too_many = self.count()
+        if too_many is not None:
+            return too_many
         if isinstance(node, exp.CTE):
             self.ctes += 1
             if self.ctes > limits.max_ctes:

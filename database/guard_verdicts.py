@@ -43,6 +43,8 @@ class GuardVerdict:
     sql: str | None = field(default=None, compare=False)
     """For an allowed statement: the text to run, written from the checked tree (comments and
     the model's spelling gone); what the server receives instead of the model's text."""
+    columns: int | None = field(default=None, compare=False)
+    """For an allowed statement: how many columns it returns, when its tree says (no `*`)."""
 
     def __bool__(self) -> bool:
         return self.allowed

@@ -24,7 +24,12 @@ from pg_support import pg_checksum
 from timing import generous
 
 from macsql.database import execution, relation_inventory
-from macsql.database.connection import DatabaseRef, get_engine, resolve_database
+from macsql.database.connection import (
+    DatabaseRef,
+    get_engine,
+    resolve_database,
+    statement_engine,
+)
 from macsql.database.execution import ExecutionResult, Outcome, execute_sql
 from macsql.database.guard import GuardVerdict
 
@@ -91,7 +96,7 @@ def assert_usable(ref: DatabaseRef, table: str, expected: int) -> None:
     after = execute_sql(ref, f"SELECT count(*) FROM {table}")
     assert after.outcome == Outcome.OK, after.error
     assert after.rows == [(expected,)]
-    assert get_engine(ref).pool.checkedout() == 0  # nothing leaked
+    assert statement_engine(ref).pool.checkedout() == 0  # nothing leaked
 
 
 # --- layer 2: read-only at the engine --------------------------------------------------------
@@ -291,7 +296,7 @@ def test_long_cells_are_cut_in_state(target: Target) -> None:
 
 
 def test_guard_rejection_costs_no_connection(target: Target) -> None:
-    engine = get_engine(target.concert)
+    engine = statement_engine(target.concert)
     before = engine.pool.checkedout()
     result = execute_sql(target.concert, "DROP TABLE singer")
     assert result.outcome == Outcome.REJECTED
