@@ -210,43 +210,40 @@ class ValueIndex:
         min_score: float,
         exact_per_phrase: int,
     ) -> list[ValueMatch]:
-        best: dict[tuple[int, str], ValueMatch] = {}
-        seen: set[str] = set()
-        probed: dict[str, list[tuple[int, str, str, str, str]]] = {}
-        stored: list[str] = []  # phrases stored exactly, padded with spaces
         # Longest first: a value the question names in full explains its words, which are
         # then not looked up alone ("Berka" of "Marli Berka").
-        for phrase in sorted(phrases, key=lambda p: -len(p.split())):
-            norm = normalise(phrase)
+        ordered = sorted(phrases, key=lambda p: -len(p.split()))
+        norms = [normalise(phrase) for phrase in ordered]
+        # Two statements per question, not one per exact form and probe (about 26): each
+        # statement's own cost was half the lookup's. The plan below is the one-by-one
+        # lookup's, replayed over the rows both statements read.
+        exact_rows = _exact_rows(conn, [f for n in norms if n for f in exact_forms(n)])
+        plan: list[tuple[str, str, list[str], list[str]]] = []
+        seen: set[str] = set()
+        stored: list[str] = []  # phrases stored exactly, padded with spaces
+        for phrase, norm in zip(ordered, norms, strict=True):
             if not norm or norm in seen or any(f" {norm} " in whole for whole in stored):
                 continue
             seen.add(norm)
-            found_exactly = False
-            for form in exact_forms(norm):
-                exact = conn.execute(
-                    "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
-                    "JOIN columns c ON c.id = v.column_id WHERE v.norm = ? LIMIT ?",
-                    (form, exact_per_phrase),  # a common value may sit in thousands of columns
-                ).fetchall()
-                for column_id, value, tbl, col in exact:
-                    best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
-                found_exactly = found_exactly or bool(exact)
+            forms = exact_forms(norm)
+            found_exactly = any(exact_rows.get(form) for form in forms)
             if found_exactly and " " in norm:
                 stored.append(f" {norm} ")
-            if len(norm) < 3:
-                continue  # short codes ("CA", a quoted 'h') match only exactly
-            # A phrase stored exactly has no typo to forgive: its halves are not probed, only
-            # the phrase itself (inside longer values: "Fresno" in "Fresno County ...").
-            probes = [norm] if found_exactly else _probes(norm)
+            # Short codes ("CA", a quoted 'h') match only exactly. A phrase stored exactly
+            # has no typo to forgive: its halves are not probed, only the phrase itself
+            # (inside longer values: "Fresno" in "Fresno County ...").
+            probes = [] if len(norm) < 3 else [norm] if found_exactly else _probes(norm)
+            plan.append((phrase, norm, forms, probes))
+        # n-grams share words: each substring is read once
+        probed = _probe_rows(
+            conn, list(dict.fromkeys(p for *_, ps in plan for p in ps)), per_phrase
+        )
+        best: dict[tuple[int, str], ValueMatch] = {}
+        for phrase, norm, forms, probes in plan:
+            for form in forms:
+                for column_id, value, tbl, col in exact_rows.get(form, [])[:exact_per_phrase]:
+                    best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
             for probe in probes:
-                if probe not in probed:  # n-grams share words: each substring is read once
-                    probed[probe] = conn.execute(
-                        "SELECT v.column_id, v.value, c.tbl, c.col, v.norm FROM vals_fts "
-                        "JOIN vals v ON v.id = vals_fts.rowid "
-                        "JOIN columns c ON c.id = v.column_id "
-                        "WHERE vals_fts MATCH ? LIMIT ?",
-                        ('"' + probe.replace('"', '""') + '"', per_phrase),
-                    ).fetchall()
                 for column_id, value, tbl, col, value_norm in probed[probe]:
                     score = match_score(norm, value_norm)
                     if score < min_score:
@@ -295,6 +292,52 @@ class ValueIndex:
     def _forget_connections(self) -> None:
         """In a forked child: the parent's connections are not this process's to use."""
         self._idle, self._idle_lock = [], threading.Lock()
+
+
+# Bound parameters per statement, well under SQLite's smallest default limit (999).
+_BATCH = 200
+
+
+def _exact_rows(
+    conn: sqlite3.Connection, forms: list[str]
+) -> dict[str, list[tuple[int, str, str, str]]]:
+    """The stored values of each form, in the index's order (a form's rows as `norm = ?`
+    reads them), read in one statement per `_BATCH` forms."""
+    out: dict[str, list[tuple[int, str, str, str]]] = {}
+    unique = list(dict.fromkeys(forms))
+    for start in range(0, len(unique), _BATCH):
+        chunk = unique[start : start + _BATCH]
+        rows = conn.execute(
+            "SELECT v.norm, v.column_id, v.value, c.tbl, c.col FROM vals v "
+            "JOIN columns c ON c.id = v.column_id "
+            f"WHERE v.norm IN ({','.join('?' * len(chunk))}) ORDER BY v.norm, v.id",
+            chunk,
+        ).fetchall()
+        for norm, column_id, value, tbl, col in rows:
+            out.setdefault(norm, []).append((column_id, value, tbl, col))
+    return out
+
+
+def _probe_rows(
+    conn: sqlite3.Connection, probes: list[str], limit: int
+) -> dict[str, list[tuple[int, str, str, str, str]]]:
+    """Each probe's trigram-index candidates (at most `limit`), as one `MATCH` statement per
+    probe would read them: one compound statement per `_BATCH` probes, tagged by position."""
+    out: dict[str, list[tuple[int, str, str, str, str]]] = {p: [] for p in probes}
+    arm = (
+        "SELECT * FROM (SELECT {n}, v.column_id, v.value, c.tbl, c.col, v.norm FROM vals_fts "
+        "JOIN vals v ON v.id = vals_fts.rowid JOIN columns c ON c.id = v.column_id "
+        "WHERE vals_fts MATCH ? LIMIT ?)"
+    )
+    for start in range(0, len(probes), _BATCH):
+        chunk = probes[start : start + _BATCH]
+        sql = " UNION ALL ".join(arm.format(n=n) for n in range(len(chunk)))
+        params: list[object] = []
+        for probe in chunk:
+            params += ['"' + probe.replace('"', '""') + '"', limit]
+        for n, column_id, value, tbl, col, norm in conn.execute(sql, params).fetchall():
+            out[chunk[n]].append((column_id, value, tbl, col, norm))
+    return out
 
 
 def _probes(norm: str) -> list[str]:

@@ -25,6 +25,7 @@ hundred of them.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import deque
@@ -87,16 +88,20 @@ def question_phrases(question: str, evidence: str = "") -> list[str]:
     phrases: list[str] = []
     for text in (question, evidence):
         phrases += re.findall(r"['\"`‘“]([^'\"`’”]{1,80})['\"`’”]", text or "")
+        previous: list[str] | None = None
         for pattern in (r"[\w][\w.&'-]*", r"[\w][\w.&']*"):
             tokens = re.findall(pattern, text or "")
+            if tokens == previous:
+                continue  # no hyphen: the same n-grams again
+            previous = tokens
+            stop = [token.lower() in _STOPWORDS for token in tokens]  # once per token, not n-gram
             for n in range(1, MAX_NGRAM + 1):
                 for i in range(len(tokens) - n + 1):
-                    gram = tokens[i : i + n]
-                    if gram[0].lower() in _STOPWORDS or gram[-1].lower() in _STOPWORDS:
+                    if stop[i] or stop[i + n - 1]:
                         continue
-                    if n == 1 and len(gram[0]) < 2 and not gram[0].isupper():
+                    if n == 1 and len(tokens[i]) < 2 and not tokens[i].isupper():
                         continue  # a lone letter is a stored code when quoted or a capital
-                    phrases.append(" ".join(gram))
+                    phrases.append(" ".join(tokens[i : i + n]))
     return list(dict.fromkeys(p.strip(" .'-") for p in phrases if p.strip(" .'-")))
 
 
@@ -121,11 +126,18 @@ def flag_values(
     asked = set(words(f"{question} {evidence}")) - _STOPWORDS
     out = []
     for (table, column), values in small_columns.items():
-        named = (set(words(column)) - _STOPWORDS - {"is", "flag"}) & asked
+        named = _flag_words(column) & asked
         if named:
             phrase = " ".join(sorted(named))
             out += [ValueMatch(table, column, v, 0.8, phrase) for v in values]
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _flag_words(column: str) -> frozenset[str]:
+    """A column name's words that can name a flag: per name, not per question (a schema's
+    few-valued columns are read for every question on it)."""
+    return frozenset(words(column)) - _STOPWORDS - {"is", "flag"}
 
 
 @dataclass
