@@ -370,7 +370,7 @@ def _print_summary(rows: list[dict[Any, Any]], limit: int) -> None:
             f"| {statistics.median(c for _, c in per):.1f} "
             f"| {statistics.median(w for w, _ in net):.1f} "
             f"| {statistics.median(c for _, c in net):.1f} "
-            f"| {', '.join(map(str, calls))} | {', '.join(f'{e:.1f}' for e in ex)} |"
+            f"| {', '.join(f'{c:.2f}' for c in calls)} | {', '.join(f'{e:.1f}' for e in ex)} |"
         )
     ratios = [_ratios(r, limit) for r in rows]
     print(
