@@ -70,7 +70,21 @@ def routed(
     run.__name__ = getattr(node, "__name__", "node")
     run.__qualname__ = run.__name__
     run.__doc__ = node.__doc__
+    run.route = route  # type: ignore[attr-defined]  # read back by `routes`
     return run
+
+
+def routes(builder: Any) -> dict[str, list[Route]]:
+    """Every router of a graph builder by the node it routes from: the routed nodes' and the
+    conditional edges' (START's among them), so that a check over a graph's routes sees both."""
+    found: dict[str, list[Route]] = {}
+    for name, spec in builder.nodes.items():
+        route = getattr(getattr(spec.runnable, "func", None), "route", None)
+        if route is not None:
+            found.setdefault(name, []).append(route)
+    for source, branches in builder.branches.items():
+        found.setdefault(source, []).extend(b.path.func for b in branches.values())
+    return found
 
 
 def after(

@@ -22,6 +22,7 @@ from macsql.core.context import (
     context_of,
 )
 from macsql.graph.registry import PIPELINES, get_builder, get_pipeline, pipeline_names
+from macsql.graph.routed_nodes import routes
 
 GRAPH_CONTEXTS = {
     "macsql": MacSqlContext,
@@ -140,11 +141,10 @@ def test_every_router_sends_a_fatal_run_to_finish(name: str) -> None:
     builder = get_builder(name)
     assert "finish" in builder.nodes
     checked = 0
-    for source, branches in builder.branches.items():
+    for source, routers in routes(builder).items():
         if source in ("__start__", "finish", "answer"):
             continue
-        for branch in branches.values():
-            router = branch.path.func
+        for router in routers:
             params = inspect.signature(router).parameters
             given = {"runtime": SimpleNamespace(context=Context()), "config": {}}
             kwargs = {p: given[p] for p in list(params)[1:]}
