@@ -32,7 +32,6 @@ from sqlglot.dialects.dialect import Dialect
 
 from macsql.database.connection import resolve_database
 from macsql.database.guard import (
-    _cached_statement,
     _cached_verdict,
     _typed_refusal,
     check_statement,
@@ -100,7 +99,6 @@ def _clear_caches() -> None:
     forbidden_function_reason.cache_clear()
     _typed_refusal.cache_clear()
     _cached_verdict.cache_clear()
-    _cached_statement.cache_clear()  # the parses of the model's text and of the written text
 
 
 def with_inventory(rounds: int) -> list[float]:

@@ -92,7 +92,6 @@ def measured(figures: dict[str, float], n: int) -> Iterator[None]:
 # predictions are new to them (the executor and the scorer share an entry, as they should).
 TEXT_CACHES = (
     ("macsql.database.guard", "_cached_verdict"),
-    ("macsql.database.guard", "_cached_statement"),
     ("macsql.evals.compare", "normalize_spider_sql"),
 )
 

@@ -62,7 +62,6 @@ def _clear_caches() -> None:
 
     for cached in (sql_finder._find, sql_spans.parse_span, sql_spans.statements):
         cached.cache_clear()
-    guard._cached_statement.cache_clear()
     guard._cached_verdict.cache_clear()
 
 

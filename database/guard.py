@@ -668,9 +668,7 @@ _CACHED_TEXT_MAX_CHARS = 4_000
 
 
 def _verdict(sql: str, dialect: str, policy: GuardPolicy) -> GuardVerdict:
-    short = len(sql) <= _CACHED_TEXT_MAX_CHARS
-    limits = policy.limits
-    parsed = _cached_statement(sql, dialect, limits) if short else _statement(sql, dialect, limits)
+    parsed = _statement(sql, dialect, policy.limits)
     if isinstance(parsed, GuardVerdict):
         return parsed
     verdict = _check_tree(parsed, dialect, policy)
@@ -756,10 +754,10 @@ def _statement(
 
 _QUOTED_TOKENS = frozenset({TokenType.STRING, TokenType.IDENTIFIER})
 
+# Trees are not cached, only verdicts: a verdict writes its text from a tree of its own
+# without copying it (the writer may rearrange a tree), and a text is rarely checked under two
+# policies (the reply reader asks only about texts that do not start like a query).
 _cached_verdict = functools.lru_cache(maxsize=8192)(_verdict)
-# A model's query is checked with no policy as its reply is read, then with its database's as
-# it runs: the two checks share one parse.
-_cached_statement = functools.lru_cache(maxsize=256)(_statement)
 
 
 def _unsupported(exc: Exception) -> GuardVerdict:
@@ -868,15 +866,15 @@ def _reads_a_variable(node: object, dialect: str) -> bool:
     return dialect == "mysql" and isinstance(node, _MYSQL_VARIABLE_NODES)
 
 
-def _write(tree: exp.Expression, dialect: str, *, copy: bool = True) -> str:
+def _write(tree: exp.Expression, dialect: str) -> str:
     """The statement as the database will read it: no comments (an executable comment, or one
-    that ends where the server and sqlglot disagree, never reaches the server). `copy=False`
-    for a tree nobody else holds: the writer may rearrange it."""
+    that ends where the server and sqlglot disagree, never reaches the server). The tree must
+    be the caller's alone: the writer may rearrange it, so it is not copied first."""
     return tree.sql(
         dialect=guard_dialect(dialect),
         comments=False,
         unsupported_level=ErrorLevel.RAISE,
-        copy=copy,
+        copy=False,
     )
 
 
@@ -888,9 +886,8 @@ def _executable(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
     tree = confine_information_views(root, dialect, policy.relations, policy.allowed_relations)
     limits = _written_limits(policy.limits)
     try:
-        # The cached tree is shared and is copied as it is written; the confined copy and the
-        # text's own fresh parse are this call's alone.
-        text = _write(tree or root, dialect, copy=tree is None)
+        # Every tree here is this call's alone (its own parse, or the confined copy of it).
+        text = _write(tree or root, dialect)
         reread = _statement(text, dialect, limits)
         if not isinstance(reread, exp.Expression):
             return _refuse(
@@ -901,7 +898,7 @@ def _executable(root: exp.Expression, dialect: str, policy: GuardPolicy) -> Guar
         checked = _check_tree(reread, dialect, replace(policy, limits=limits))
         if not checked.allowed:
             return checked
-        again = _write(reread, dialect, copy=False)
+        again = _write(reread, dialect)
     except RecursionError:
         return _too_complex("the statement is nested too deeply to write back")
     except Exception as exc:  # sqlglot cannot write this construct in the dialect
