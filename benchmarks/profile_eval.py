@@ -57,8 +57,6 @@ LIBRARIES = {
     "pydantic_core": "pydantic",
     "sqlglot": "sqlglot",
     "sqlalchemy": "sqlalchemy",
-    "matplotlib": "matplotlib (chart)",
-    "PIL": "matplotlib (chart)",
     "numpy": "numpy",
 }
 STDLIB_GROUPS = {

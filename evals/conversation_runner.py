@@ -17,7 +17,7 @@ thread as failed (`nodes.thread_turns`), as a killed run in `macsql chat` does.
 Each turn is one record in ``results.jsonl``, scored by execution (the Spider scorer) and exact
 set match (`exact_match`). Resuming reruns, from its first turn, every interaction not wholly
 recorded. At the end: the official predictions file ``pred.txt`` (one SQL per line, an empty
-line after each interaction), ``summary.json`` / ``.md`` / ``.png``.
+line after each interaction), ``summary.json`` / ``.md`` / ``.svg``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the prediction, and appends one JSON line to ``results.jsonl``, flushed at once.
 process at any moment loses at most the items in flight; ``resume=True`` reads the file back
 (dropping a torn last line) and runs only the items not in it, so every item appears exactly
 once. At the end it writes the official prediction file, ``summary.json``, ``summary.md`` and
-``summary.png``.
+``summary.svg``.
 
 SParC and CoSQL, whose items are the turns of conversations, run through
 `conversation_runner` instead (an interaction per thread, its turns in order).

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chart_support import read_chart
 from conftest import SPIDER, spider_eval_args
 
 from macsql.evals.options import EvalOptions
@@ -94,7 +95,10 @@ def test_spider_gold_run_scores_100_on_972_and_skips_62(tmp_path: Path) -> None:
         assert key in saved
     md = (out / "summary.md").read_text()
     assert "| easy | 232 | 232 | 100.00 |" in md and "62: database missing: wta_1" in md
-    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ex, attempts = read_chart(out / "summary.svg")
+    assert ex.categories == ["easy", "medium", "hard", "extra", "all"]
+    assert ex.value_labels == ["100.0"] * 5
+    assert attempts.value_labels == [str(v) for v in saved["attempts_histogram"].values()]
 
 
 class ScriptedGraph:

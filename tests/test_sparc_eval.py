@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chart_support import ex_labels, read_chart
 from test_eval_scoring import make_shop_db
 
 from macsql.cli.evals import main as evals_main
 from macsql.evals.datasets import DatasetError, Interaction, load_dataset
-from macsql.evals.interaction_scoring import score_sessions, turn_bucket
+from macsql.evals.interaction_scoring import TURN_BUCKETS, score_sessions, turn_bucket
 from macsql.evals.options import EvalOptions
 from macsql.evals.predictions import (
     NO_PREDICTION,
@@ -270,7 +271,10 @@ def test_a_run_follows_each_interaction_in_order_and_scores_100(
     assert read_interaction_predictions(pred) == expected
     report = score_sessions(ds, read_interaction_predictions(pred))
     assert report.summary["conversations"] == conv
-    assert (tmp_path / "run" / "summary.png").stat().st_size > 0
+    by_turn, _ = read_chart(tmp_path / "run" / "summary.svg")
+    ex = [conv["by_turn"][b]["ex"] for b in TURN_BUCKETS] + [conv["interaction_ex"]]
+    em = [conv["by_turn"][b]["exact"] for b in TURN_BUCKETS] + [conv["interaction_exact"]]
+    assert by_turn.value_labels == [f"{v:.1f}" for v in ex + em]
     assert "interaction EX 100.00" in (tmp_path / "run" / "summary.md").read_text()
 
 
@@ -368,15 +372,14 @@ import asyncio, json, sys
 from macsql.evals.options import EvalOptions
 from macsql.evals.runner import run_eval
 
-seen = []
 options = EvalOptions(dataset="sparc", data_dir=sys.argv[1], out=sys.argv[2], gold=True,
                       progress=False)
-asyncio.run(run_eval(options, on_record=lambda r: seen.append("matplotlib" in sys.modules)))
-print(json.dumps({"records": len(seen), "loaded_during_items": any(seen)}))
+result = asyncio.run(run_eval(options))
+print(json.dumps({"records": len(result.records), "matplotlib": "matplotlib" in sys.modules}))
 """
 
 
-def test_a_conversation_eval_loads_the_chart_library_after_its_last_turn(
+def test_a_conversation_eval_never_loads_a_plotting_library_and_charts_its_figures(
     sparc: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
@@ -388,6 +391,12 @@ def test_a_conversation_eval_loads_the_chart_library_after_its_last_turn(
     )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["records"] > 1
-    assert not seen["loaded_during_items"], "matplotlib was imported while turns ran"
-    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert seen == {"records": seen["records"], "matplotlib": False} and seen["records"] > 1
+    summary = json.loads((out / "summary.json").read_text())
+    by_turn, by_level = read_chart(out / "summary.svg")
+    conv = summary["conversations"]
+    assert by_turn.categories == [f"turn {b}" for b in TURN_BUCKETS] + ["interaction"]
+    assert by_turn.value_labels[-1] == f"{conv['interaction_exact']:.1f}"
+    levels = [n for n in summary["by_difficulty"] if n != "all"]
+    assert by_level.value_labels == ex_labels(summary, levels)
+    assert "](summary.svg)" in (out / "summary.md").read_text()
