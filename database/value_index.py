@@ -217,7 +217,8 @@ class ValueIndex:
         # Two statements per question, not one per exact form and probe (about 26): each
         # statement's own cost was half the lookup's. The plan below is the one-by-one
         # lookup's, replayed over the rows both statements read.
-        exact_rows = _exact_rows(conn, [f for n in norms if n for f in exact_forms(n)])
+        asked = [f for n in norms if n for f in exact_forms(n)]
+        exact_rows = _exact_rows(conn, asked, exact_per_phrase)
         plan: list[tuple[str, str, list[str], list[str]]] = []
         seen: set[str] = set()
         stored: list[str] = []  # phrases stored exactly, padded with spaces
@@ -241,7 +242,7 @@ class ValueIndex:
         best: dict[tuple[int, str], ValueMatch] = {}
         for phrase, norm, forms, probes in plan:
             for form in forms:
-                for column_id, value, tbl, col in exact_rows.get(form, [])[:exact_per_phrase]:
+                for column_id, value, tbl, col in exact_rows.get(form, []):
                     best[(column_id, value)] = ValueMatch(tbl, col, value, 1.0, phrase)
             for probe in probes:
                 for column_id, value, tbl, col, value_norm in probed[probe]:
@@ -299,19 +300,21 @@ _BATCH = 200
 
 
 def _exact_rows(
-    conn: sqlite3.Connection, forms: list[str]
+    conn: sqlite3.Connection, forms: list[str], limit: int
 ) -> dict[str, list[tuple[int, str, str, str]]]:
-    """The stored values of each form, in the index's order (a form's rows as `norm = ?`
-    reads them), read in one statement per `_BATCH` forms."""
+    """Each form's stored values (at most `limit`: a common value may sit in thousands of
+    columns), as one `norm = ?` statement per form would read them, in one statement per
+    `_BATCH` forms."""
     out: dict[str, list[tuple[int, str, str, str]]] = {}
     unique = list(dict.fromkeys(forms))
     for start in range(0, len(unique), _BATCH):
         chunk = unique[start : start + _BATCH]
         rows = conn.execute(
-            "SELECT v.norm, v.column_id, v.value, c.tbl, c.col FROM vals v "
-            "JOIN columns c ON c.id = v.column_id "
-            f"WHERE v.norm IN ({','.join('?' * len(chunk))}) ORDER BY v.norm, v.id",
-            chunk,
+            "SELECT norm, column_id, value, tbl, col FROM (SELECT v.norm, v.id, v.column_id, "
+            "v.value, c.tbl, c.col, ROW_NUMBER() OVER (PARTITION BY v.norm ORDER BY v.id) AS k "
+            "FROM vals v JOIN columns c ON c.id = v.column_id "
+            f"WHERE v.norm IN ({','.join('?' * len(chunk))})) WHERE k <= ? ORDER BY norm, id",
+            [*chunk, limit],
         ).fetchall()
         for norm, column_id, value, tbl, col in rows:
             out.setdefault(norm, []).append((column_id, value, tbl, col))

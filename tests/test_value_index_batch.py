@@ -64,7 +64,7 @@ def test_batched_reads_equal_one_statement_per_form_and_probe(
     monkeypatch.setattr(value_index, "_BATCH", batch)  # several statements, order kept
     forms, probes = _generated(1), list(dict.fromkeys(_generated(2)))
     with index._connection() as conn:
-        exact = _exact_rows(conn, forms)
+        exact = _exact_rows(conn, forms, 5000)
         probed = _probe_rows(conn, probes, 50)
         for form in forms:
             one = conn.execute(
@@ -82,6 +82,32 @@ def test_batched_reads_equal_one_statement_per_form_and_probe(
             ).fetchall()
             assert probed[probe] == one
     assert any(exact.values()) and any(len(rows) == 50 for rows in probed.values())
+
+
+def test_a_common_value_reads_at_most_the_limit_of_rows(tmp_path: Path) -> None:
+    """A value stored in many columns is read up to the limit, in the order one statement per
+    form reads it, not whole."""
+    path = tmp_path / "flags.sqlite"
+    conn = sqlite3.connect(path)
+    columns = [f"flag_{i}" for i in range(6)]
+    typed = ", ".join(f"{c} TEXT" for c in columns)
+    conn.execute(f"CREATE TABLE answers (id INTEGER PRIMARY KEY, {typed})")
+    slots = ", ".join("?" * len(columns))
+    conn.executemany(
+        f"INSERT INTO answers ({', '.join(columns)}) VALUES ({slots})",
+        [[answer] * len(columns) for answer in ("yes", "no", "yes")],
+    )
+    conn.commit()
+    conn.close()
+    db = resolve_database(str(path))
+    with open_value_index(db, load_schema(db))._connection() as index:
+        whole = index.execute(
+            "SELECT v.column_id, v.value, c.tbl, c.col FROM vals v "
+            "JOIN columns c ON c.id = v.column_id WHERE v.norm = ?",
+            ("yes",),
+        ).fetchall()
+        assert len(whole) == 6
+        assert _exact_rows(index, ["yes", "nowhere"], 2) == {"yes": whole[:2]}
 
 
 def test_a_lookup_runs_two_statements(index: ValueIndex) -> None:
