@@ -18,38 +18,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_official import SPIDER, Server
+from bench_official import Server, run_macsql
 
 HERE = Path(__file__).resolve().parents[1]
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def eval_run(checkout: Path, limit: int, base_url: str) -> tuple[float, float]:
     """Wall and CPU seconds of one `macsql eval` of `checkout`'s code in a fresh process."""
-    with tempfile.TemporaryDirectory(prefix="macsql-bench-start-") as tmp:
-        env = {**os.environ, "MACSQL_CACHE_DIR": f"{tmp}/cache", "PYTHONPATH": str(checkout)}
-        argv = [sys.executable, "-m", "macsql.cli.main", "eval", "--dataset", "spider"]
-        argv += ["--data-dir", str(SPIDER), "--limit", str(limit), "--concurrency", "1"]
-        argv += ["--model", "openai:scripted", "--base-url", base_url, "--api-key", "sk-bench"]
-        argv += ["--out", f"{tmp}/run", "--no-progress"]
-        cpu, started = _children_cpu(), time.perf_counter()
-        done = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True)
-        wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
-    if done.returncode != 0:
-        raise SystemExit(f"macsql eval of {checkout} failed ({done.returncode}):\n{done.stderr}")
+    out = Path(tempfile.mkdtemp(prefix="macsql-bench-start-"))
+    wall, cpu, _ = run_macsql(limit, out, base_url, pythonpath=checkout)
+    shutil.rmtree(out)  # kept when the run fails: run_macsql names its log there
     return wall, cpu
 
 

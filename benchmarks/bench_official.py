@@ -228,8 +228,14 @@ def run_official(
     return wall, cpu, out / "pred_dev.sql"
 
 
-def run_macsql(limit: int, out: Path, base_url: str) -> tuple[float, float, Path]:
+def run_macsql(
+    limit: int, out: Path, base_url: str, pythonpath: Path | None = None
+) -> tuple[float, float, Path]:
+    """`macsql eval --concurrency 1` on the first `limit` questions in a fresh process, with a
+    fresh cache folder in `out`; `pythonpath` picks the checkout whose code runs."""
     env = {**os.environ, "MACSQL_CACHE_DIR": str(out / "cache")}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     argv = [sys.executable, "-m", "macsql.cli.main", "eval", "--dataset", "spider"]
     argv += ["--data-dir", str(SPIDER), "--limit", str(limit), "--concurrency", "1"]
     argv += ["--model", "openai:scripted", "--base-url", base_url, "--api-key", "sk-bench"]
