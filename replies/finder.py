@@ -14,7 +14,8 @@ words in its select list ("Select the names from singers" is prose).
 **Choice.** Each candidate gets a rank from how it is introduced (`macsql.replies.cues`): *final*
 (an explicit final marker: "Final answer:", `<answer>`, a JSON `sql`/`query`/`answer` key),
 *demoted* (introduced as an example, an alternative or a draft; a string in code; a statement that
-is not a query, such as echoed DDL; a query that is a subquery of another candidate), or *plain*.
+is not a query, such as echoed DDL; a query that is a subquery of another candidate or lies inside
+one of its string literals), or *plain*.
 The highest rank wins, and among equals the last (MAC-SQL's rule). A block that is SQL by its tag
 but does not parse is a broken candidate: when it wins, the reply holds no query, and the Refiner
 hears why.
@@ -176,18 +177,30 @@ def _choose(answer: str, candidates: list[_Candidate], dialect: str) -> SqlReadi
             None, chosen.why, incomplete=True, rule=rule, candidates=len(distinct),
             passed_over=passed, ambiguous=ambiguous,
         )  # fmt: skip
-    open_ended = not chosen.closed and not answer[chosen.end :].strip(" \t\r\n;")
+    open_ended = not chosen.closed and not answer[chosen.end :].strip(_NOT_CLOSING)
     return SqlReading(
         chosen.sql, "", open_ended=open_ended, rule=rule, candidates=len(distinct),
         passed_over=passed, ambiguous=ambiguous,
     )  # fmt: skip
 
 
+_NOT_CLOSING = " \t\r\n;.,:!?"
+"""What may follow a query at the very end of a reply without closing it: a reply cut off at
+the token limit right after `T1.` reads as `... WHERE T1` and a full stop, and is cut short."""
+
+
 def _demote_parts(candidates: list[_Candidate]) -> None:
     """A query that is a subquery of another candidate (a sub-question's query inside the final
-    one, a subquery quoted in an explanation) loses to it."""
+    one, a subquery quoted in an explanation) loses to it; so does a query found inside another
+    candidate's own span (the text of a string literal: `WHERE body = 'SELECT ...'`), whatever
+    its rank: it is a piece of that candidate, never a query of its own."""
     texts = [(c, _same(c.sql)) for c in candidates if c.sql is not None]
     for candidate, text in texts:
+        if candidate.cue.kind != "part" and any(
+            _within(candidate, other) and text in whole for other, whole in texts
+        ):
+            candidate.cue = Cue(Rank.DEMOTED, "part", "")
+            continue
         if candidate.cue.rank == Rank.DEMOTED:
             continue
         inside = (f"({text})", f"( {text} )")
@@ -199,6 +212,18 @@ def _demote_parts(candidates: list[_Candidate]) -> None:
             ):
                 candidate.cue = Cue(Rank.DEMOTED, "part", "")
                 break
+
+
+def _within(candidate: _Candidate, other: _Candidate) -> bool:
+    """Whether `candidate` was found inside `other`'s span of the reply (JSON values share their
+    object's span, so they are told apart by their text alone)."""
+    return (
+        other is not candidate
+        and "json" not in (candidate.source, other.source)
+        and other.position <= candidate.position
+        and candidate.end <= other.end
+        and (other.position, other.end) != (candidate.position, candidate.end)
+    )
 
 
 def _same(sql: str | None) -> str:
@@ -544,7 +569,7 @@ def _prose_candidates(
         if found is None:
             continue
         sql, stop, parsed = found
-        closed = bool(text[stop:end].strip(" \t\r\n;")) or end < len(text)
+        closed = bool(text[stop:end].strip(_NOT_CLOSING)) or end < len(text)
         out.append(_Candidate(at, sql, stop, PLAIN, closed=closed, statement=not parsed.query))
         position = stop
 

@@ -61,7 +61,8 @@ def parse_span(sql: str, dialect: str) -> SpanParse:
         return SpanParse(first_end=statements[0][-1].end + 1)
     prose = _prose_start(statements[0])
     span = (statements[0][0].start, statements[0][-1].end + 1)
-    if not _QUERY_START.match(sql):
+    # What a statement is, its first token says: comments before it ("-- top singers") are not.
+    if not _QUERY_START.match(sql, span[0]):
         # DDL and other statements are not parsed (sqlglot would parse many as a generic
         # command, with a warning): one statement that is not a query, up to any prose.
         named = _names_a_statement(sql, dialect)

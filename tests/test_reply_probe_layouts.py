@@ -1,0 +1,197 @@
+"""Reply layouts found by an adversarial probe of the SQL reader, each a class of its own.
+
+Every test draws its replies from a seeded generator (`MACSQL_REPLY_SEED=<n>` draws another set)
+plus the probe's own examples; a failure names the seed and the reply.
+
+- Comments before the query in a block (```sql\\n-- top singers\\nSELECT ...```) are not part of
+  it: the statement is what its first token says.
+- A fence's info string may carry words after the language (```sql title="q.sql"```): the code
+  is on the lines below.
+- A query's string literal that holds a query's text is part of it, never a candidate of its own.
+- A reply that ends right after `T1.` (cut off at the token limit) is not a complete query.
+- Template tokens printed raw right after the answer (`<eos>`, `<end_of_turn>`) are no text.
+- A closing tag in square brackets (`[SQL] ... [/SQL]`) ends the query.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+
+from macsql.replies.reader import read_sql
+
+SEED = int(os.environ.get("MACSQL_REPLY_SEED", "36"))
+CASES = 300
+
+QUERIES = [
+    "SELECT name FROM singer WHERE age > 30",
+    "SELECT country, count(*) AS n FROM singer GROUP BY country ORDER BY n DESC LIMIT 3",
+    "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.singer_id",
+    "SELECT name\nFROM singer\nWHERE country = 'France'\n  AND age < 40",
+    "SELECT avg(age) FROM singer WHERE is_male = 'T'",
+    "WITH old AS (SELECT * FROM singer WHERE age > 40) SELECT name FROM old",
+    "SELECT name FROM singer UNION SELECT name FROM band",
+    "select title from album where note = 'a;b'",
+    "SELECT max(`Free Meal Count (K-12)`) FROM frpm WHERE `County Name` = 'Alameda'",
+]
+
+
+def _flat(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+def _check(cases: list[tuple[str, str]]) -> None:
+    failures = [
+        f"{reply!r}\n  expected {expected!r}, read {read_sql(reply).sql!r}"
+        for reply, expected in cases
+        if _flat(read_sql(reply).sql) != _flat(expected)
+    ]
+    assert not failures, f"seed {SEED}: {len(failures)} of {len(cases)} failed:\n" + "\n".join(
+        failures[:5]
+    )
+
+
+def _drawn(make: object) -> list[tuple[str, str]]:
+    rng = random.Random(SEED)
+    return [make(rng) for _ in range(CASES)]  # type: ignore[operator]
+
+
+def _commented(rng: random.Random) -> tuple[str, str]:
+    query = rng.choice(QUERIES)
+    comments = rng.sample(
+        ["-- Find the matching singers", "-- Step 1: pick the table", "/* the answer */",
+         "/*\n * joins on the key\n */", "-- 最终查询", "--no space after the dashes"],
+        rng.randint(1, 3),
+    )  # fmt: skip
+    body = "\n".join([*comments, query + rng.choice(["", ";"])])
+    if rng.random() < 0.3:
+        body += "\n-- done"
+    fence = rng.choice(["```", "~~~"])
+    tag = rng.choice(["sql", "SQL", "", "sqlite"])
+    intro = rng.choice(["", "Here is the query:", "Final answer:"])
+    reply = f"{intro}\n{fence}{tag}\n{body}\n{fence}"
+    if rng.random() < 0.3:
+        reply = reply.replace("\n", "\r\n")
+    return reply, query
+
+
+def test_comments_before_the_query_in_a_block_are_not_part_of_it() -> None:
+    _check(
+        [
+            ("```sql\n-- Find them\nSELECT name FROM singer\n```", "SELECT name FROM singer"),
+            ("```\n/* count */ SELECT count(*) FROM t;\n```", "SELECT count(*) FROM t"),
+            *_drawn(_commented),
+        ]
+    )
+
+
+def _info_string(rng: random.Random) -> tuple[str, str]:
+    query = rng.choice(QUERIES)
+    head = rng.choice(
+        ['sql title="query.sql"', "sql showLineNumbers", 'sql linenums="1"', "SQL (SQLite)",
+         "sqlite {.line-numbers}", "mysql  -- the query", "postgresql file=top.sql"]
+    )  # fmt: skip
+    return f"{rng.choice(['', 'The query:'])}\n```{head}\n{query}\n```\nThat is all.", query
+
+
+def test_words_after_a_fences_language_are_its_info_string_not_code() -> None:
+    # Code on the fence's own line is still code.
+    _check(
+        [
+            ('```sql title="top.sql"\nSELECT name FROM singer\n```', "SELECT name FROM singer"),
+            ("```sql SELECT name FROM singer```", "SELECT name FROM singer"),
+            ("```sql SELECT name\nFROM singer\n```", "SELECT name\nFROM singer"),
+            *_drawn(_info_string),
+        ]
+    )
+
+
+LITERAL_QUERIES = [
+    "SELECT id FROM query_log WHERE text = 'SELECT name FROM singer'",
+    "SELECT count(*) FROM snippets WHERE code LIKE 'SELECT % FROM users%'",
+    "SELECT author FROM posts WHERE body = 'select title from books where id = 3'",
+    "SELECT label FROM notes WHERE note = 'WITH a AS (SELECT 1) SELECT * FROM a'",
+]
+
+
+def _literal_holds_sql(rng: random.Random) -> tuple[str, str]:
+    query = rng.choice(LITERAL_QUERIES)
+    wrap = rng.choice(
+        ["{q}", "SQL: {q}", "<sql>{q}</sql>", "<code>{q}</code>", "The query is {q}.",
+         "Final answer: {q}", "{q};\n\nExplanation: it filters.", "$$\\text{{{q}}}$$",
+         "{q}</s>", "{json}", "```json\n{json}\n```"]
+    )  # fmt: skip
+    key = rng.choice(["sql", "query", "final_sql", "output_sql"])
+    return wrap.format(q=query, json=json.dumps({"reasoning": "one table", key: query})), query
+
+
+def test_a_query_inside_a_string_literal_of_the_answer_is_part_of_it() -> None:
+    _check(
+        [
+            (
+                "SQL: SELECT label FROM notes WHERE text = 'SELECT * FROM x'",
+                "SELECT label FROM notes WHERE text = 'SELECT * FROM x'",
+            ),
+            *_drawn(_literal_holds_sql),
+        ]
+    )
+    # A query quoted in the explanation after the answer is still a candidate of its own.
+    reply = "SELECT a FROM t\n\nFinal answer: 'SELECT b FROM u'"
+    assert read_sql(reply).sql == "SELECT b FROM u"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"sql": "SELECT a.id FROM a WHERE a.',
+        "SQL: SELECT T1.name FROM singer AS T1 WHERE T1.",
+        "```sql\nSELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T2.",
+        "The query: SELECT name FROM singer ORDER BY singer.",
+    ],
+)
+def test_a_reply_cut_off_after_a_qualifier_is_not_taken_as_complete(reply: str) -> None:
+    # The agent asks once more for such a query when the reply hit the token limit.
+    reading = read_sql(reply)
+    assert reading.sql is None or reading.open_ended, reading
+
+
+def _glued_token(rng: random.Random) -> tuple[str, str]:
+    query = rng.choice(QUERIES)
+    token = rng.choice(["<eos>", "<end_of_turn>", "</s>", "<|im_end|>", "<bos>"])
+    start = rng.choice(["", "<start_of_turn>model\n", "<bos>"])
+    wrap = rng.choice(["{q}", "SQL: {q}", "```sql\n{q}\n```"])
+    return start + wrap.format(q=query) + token, query
+
+
+def test_template_tokens_printed_right_after_the_answer_are_not_text() -> None:
+    _check(
+        [
+            ("SELECT a FROM t\nWHERE b = 'T'<eos>", "SELECT a FROM t\nWHERE b = 'T'"),
+            (
+                "<start_of_turn>model\nSELECT a FROM t WHERE b > 3<end_of_turn>",
+                "SELECT a FROM t WHERE b > 3",
+            ),
+            *_drawn(_glued_token),
+        ]
+    )
+
+
+def _bracket_tags(rng: random.Random) -> tuple[str, str]:
+    query = rng.choice(QUERIES)
+    name = rng.choice(["SQL", "sql", "QUERY", "ANSWER"])
+    sep = rng.choice(["\n", " "])
+    return f"[{name}]{sep}{query}{sep}[/{name}]", query
+
+
+def test_a_closing_tag_in_square_brackets_ends_the_query() -> None:
+    _check(
+        [
+            ("[SQL]\nSELECT count(*)\nFROM singer\n[/SQL]", "SELECT count(*)\nFROM singer"),
+            # A bracket-quoted name is still a name.
+            ("SELECT [Team Name] FROM teams", "SELECT [Team Name] FROM teams"),
+            *_drawn(_bracket_tags),
+        ]
+    )
