@@ -143,6 +143,10 @@ def _prose_start(tokens: list[Token]) -> int | None:
         kind = token.token_type
         if kind == TokenType.VAR and token.text.lower() in _PROSE_WORDS:
             return token.start
+        if kind == TokenType.IDENTIFIER and "\n" in token.text:
+            # No quoted name spans lines; between two inline code spans of an explanation
+            # ("1. `SELECT name` picks ...\n2. `FROM singer` ..."), a backtick pair does.
+            return token.start
         if (
             previous is not None
             and token.line > previous.line

@@ -195,3 +195,22 @@ def test_a_closing_tag_in_square_brackets_ends_the_query() -> None:
             *_drawn(_bracket_tags),
         ]
     )
+
+
+def _explained(rng: random.Random) -> tuple[str, str]:
+    query = rng.choice(QUERIES)
+    steps = rng.sample(
+        ["`SELECT name` picks the names.", "`FROM singer` reads the singers.",
+         "`WHERE age > 30` keeps the older ones.", "`ORDER BY n DESC` sorts them.",
+         "`JOIN concert` adds the concerts.", "`GROUP BY country` counts per country."],
+        rng.randint(2, 4),
+    )  # fmt: skip
+    bullet = rng.choice(["{i}. ", "- ", "* "])
+    lines = "\n".join(bullet.format(i=i + 1) + step for i, step in enumerate(steps))
+    wrap = rng.choice(["Here's the SQL:\n\n{q}", "SQL: {q}", "```sql\n{q}\n```"])
+    return f"{wrap.format(q=query)}\n\nExplanation of the query:\n{lines}", query
+
+
+def test_clauses_quoted_line_by_line_in_an_explanation_are_no_query() -> None:
+    # Two inline code spans on two lines are not one query whose backticks quote a name.
+    _check(_drawn(_explained))
