@@ -197,7 +197,7 @@ def _demote_parts(candidates: list[_Candidate]) -> None:
     texts = [(c, _same(c.sql)) for c in candidates if c.sql is not None]
     for candidate, text in texts:
         if candidate.cue.kind != "part" and any(
-            _within(candidate, other) and text in whole for other, whole in texts
+            text in whole and _within(candidate, other) for other, whole in texts
         ):
             candidate.cue = Cue(Rank.DEMOTED, "part", "")
             continue
