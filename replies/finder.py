@@ -269,6 +269,8 @@ _CTE_HEAD = re.compile(r"with\s+(?:recursive\s+)?[\w`\"\[\]]+\s*(?:\([^)]*\)\s*)
 _FROM = re.compile(r"(?<![\w.])from(?![\w])", re.I)
 _MAX_CUTS = 8
 _MAX_DEPTH = 2
+_BLANK_LINE = re.compile(r"\n[ \t]*\r?\n")
+"""A paragraph's end, whatever the line endings (`\r\n\r\n` from Windows and some servers)."""
 _MAX_PROSE_SPAN = 4_000
 """A query in prose is read from at most this many characters (a paragraph, usually less)."""
 _PROSE_STARTS = 64
@@ -559,8 +561,8 @@ def _prose_candidates(
         query_word = word in ("select", "with")
         if word == "with" and _CTE_HEAD.match(text, at) is None:
             continue
-        limit = text.find("\n\n", at, end)
-        limit = min(end if limit == -1 else limit, at + _MAX_PROSE_SPAN)
+        blank = _BLANK_LINE.search(text, at, end)
+        limit = min(end if blank is None else blank.start(), at + _MAX_PROSE_SPAN)
         if query_word and _FROM.search(text, at, limit) is None:
             continue
         if not budget.spend():
@@ -604,20 +606,33 @@ def _query_at(
 
 
 def _tokenizable_prefix(sql: str, dialect: str) -> int | None:
-    """The end of the longest prefix, cut at a `;` or a line end, that sqlglot can tokenize:
-    prose after a query (an apostrophe opens a string that never closes) stops the tokenizer."""
-    ends = sorted({m.start() for m in re.finditer(r"[;\n`]", sql)}, reverse=True)
-    tried = ends[:_MAX_CUTS]
+    """The end of the longest prefix, cut at a `;`, a line end or a quote, that sqlglot can
+    tokenize: prose after a query (an apostrophe opens a string that never closes) stops the
+    tokenizer.
+    A cut never drops a line that goes on with the query (`_CLAUSE_LINE`)."""
+    ends = sorted({m.start() for m in re.finditer(r"[;\n`'\"]", sql)}, reverse=True)
+    tried = [e for e in ends[:_MAX_CUTS] if not _CLAUSE_LINE.match(sql, e)]
     return next((e for e in tried if not parse_span(sql[:e].rstrip(), dialect).untokenized), None)
 
 
 _BREAK = re.compile(r"[.!?](?=\s|$)|\n|,\s|\s[—–-]{1,2}\s|\s\(|`")
 
 
+# A line that opens with a clause's keyword in capitals goes on with the query: cutting at the
+# line end before it would drop the clause (`WHERE b = 'T'<junk>` would leave `SELECT a FROM t`).
+_CLAUSE_LINE = re.compile(
+    r"\n[ \t]*(?:WHERE|AND|OR|GROUP\s+BY|ORDER\s+BY|HAVING|LIMIT|OFFSET|ON|UNION|EXCEPT|INTERSECT"
+    r"|(?:(?:INNER|LEFT|RIGHT|FULL|CROSS|NATURAL)(?:\s+OUTER)?\s+)?JOIN)\b"
+)
+
+
 def _last_break(sql: str) -> int | None:
-    """Where the last sentence or clause break of a span is (when sqlglot gave no position)."""
+    """Where the last sentence or clause break of a span is (when sqlglot gave no position);
+    None when it ends a line and the next one goes on with the query."""
     breaks = [m.start() for m in _BREAK.finditer(sql)]
-    return breaks[-1] if breaks else None
+    if not breaks or _CLAUSE_LINE.match(sql, breaks[-1]):
+        return None
+    return breaks[-1]
 
 
 def _json_candidates(

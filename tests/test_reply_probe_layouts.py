@@ -214,3 +214,55 @@ def _explained(rng: random.Random) -> tuple[str, str]:
 def test_clauses_quoted_line_by_line_in_an_explanation_are_no_query() -> None:
     # Two inline code spans on two lines are not one query whose backticks quote a name.
     _check(_drawn(_explained))
+
+
+def _junk_after_last_clause(rng: random.Random) -> tuple[str, str]:
+    query = rng.choice(
+        ["SELECT name\nFROM singer\nWHERE country = 'France'\n  AND age < 40",
+         "SELECT a FROM t\nWHERE b = 'T'",
+         "SELECT country, count(*)\nFROM singer\nGROUP BY country",
+         "SELECT T1.name FROM singer AS T1\nJOIN concert AS T2 ON T1.id = T2.singer_id",
+         "SELECT name FROM singer\nORDER BY age DESC"]
+    )  # fmt: skip
+    junk = rng.choice([" // the filter", '"}', " %%", " it's", "\"}}'", " ;-( don't"])
+    return rng.choice(["", "SQL: ", "Here you go:\n"]) + query + junk, query
+
+
+def test_text_glued_to_a_querys_last_clause_never_cuts_that_clause_off() -> None:
+    # The query is read whole, or not at all (the Refiner hears why); never without its clause.
+    wrong = []
+    for reply, query in _drawn(_junk_after_last_clause):
+        sql = read_sql(reply).sql
+        if sql is not None and _flat(sql) != _flat(query):
+            wrong.append(f"{reply!r}\n  read {sql!r}")
+    assert not wrong, f"seed {SEED}: {len(wrong)} of {CASES} cut short:\n" + "\n".join(wrong[:5])
+
+
+PROSE = [
+    "Let's look at the schema first.",
+    "Regardons d'abord le schéma.",
+    "It's a simple filter.",
+    "スキーマを確認します。",
+    "We don't need the concert table.",
+]
+OTHERS = [
+    "SELECT count(*) FROM singer",
+    "SELECT name, country, age FROM singer ORDER BY age DESC",
+    "SELECT id FROM orders GROUP BY id HAVING count(*) > 2",
+    "SELECT max(capacity), average FROM stadium",
+]
+
+
+def _paragraphs(rng: random.Random) -> tuple[str, str]:
+    answer = rng.choice([q for q in QUERIES if "\n" not in q and "`" not in q])
+    draft, wrong, other = rng.sample(OTHERS, 3)
+    pieces = [rng.choice(PROSE), answer, rng.choice(PROSE), f"This one is incorrect: \n{wrong};"]
+    pieces += [rng.choice(PROSE), f"Draft: {draft}", f"Alternatively: `{other}`.", "Let me know."]
+    blank = rng.choice(["\n\n", "\n \n", "\n\t\n"])
+    reply = blank.join(pieces)
+    return (reply.replace("\n", "\r\n") if rng.random() < 0.7 else reply), answer
+
+
+def test_a_blank_line_ends_a_paragraph_whatever_the_line_endings() -> None:
+    # A query in prose is read up to its paragraph's end; with Windows line endings too.
+    _check(_drawn(_paragraphs))
