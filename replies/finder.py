@@ -33,7 +33,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from macsql.replies.cues import PLAIN, Cue, Rank, cue_in, intro_of, key_cue
+from macsql.replies.cues import PLAIN, Cue, Rank, cue_in, intro_of, key_cue, tag_cue
 from macsql.replies.markup import (
     NOT_SQL_TAGS,
     SQL_TAGS,
@@ -329,7 +329,7 @@ def _candidates(answer: str, dialect: str, depth: int, budget: _Budget) -> list[
     marks = [m for m in tag_marks(text) if _inside_any(m.start(), outside)]
     layout.marks = sorted({m.start() for m in marks} | {m.end() for m in marks})
     for pair in tag_pairs(marks):
-        cue = cue_in(pair.name.replace("_", " "))
+        cue = tag_cue(pair.name)
         if cue is not None:
             layout.enclosing.append((pair.inner_start, pair.inner_end, cue))
     for fence in layout.fences:

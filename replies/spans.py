@@ -128,6 +128,7 @@ _PROSE_WORDS = frozenset(
      "retrieves", "displays", "means", "que", "el", "los", "las", "esta", "este", "son",
      "cette", "est", "qui", "sont", "der", "die", "das", "diese", "ist", "sind", "und"}
 )  # fmt: skip
+_NAME_CHAR = re.compile(r"[^\W_]")
 _QUERY_START = re.compile(r"[\s(]*(?:select|with|values|table|from)\b", re.I)
 
 
@@ -143,9 +144,12 @@ def _prose_start(tokens: list[Token]) -> int | None:
         kind = token.token_type
         if kind == TokenType.VAR and token.text.lower() in _PROSE_WORDS:
             return token.start
-        if kind == TokenType.IDENTIFIER and "\n" in token.text:
-            # No quoted name spans lines; between two inline code spans of an explanation
-            # ("1. `SELECT name` picks ...\n2. `FROM singer` ..."), a backtick pair does.
+        if kind == TokenType.IDENTIFIER and (
+            "\n" in token.text or not _NAME_CHAR.search(token.text)
+        ):
+            # No quoted name spans lines or is only punctuation; between two inline code spans
+            # of an explanation ("1. `SELECT name` picks ...\n2. `FROM singer` ...") or two
+            # strings of a JSON list (`"SELECT name", "FROM singer"`), a pair of quotes does.
             return token.start
         if (
             previous is not None

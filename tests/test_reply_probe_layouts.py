@@ -266,3 +266,23 @@ def _paragraphs(rng: random.Random) -> tuple[str, str]:
 def test_a_blank_line_ends_a_paragraph_whatever_the_line_endings() -> None:
     # A query in prose is read up to its paragraph's end; with Windows line endings too.
     _check(_drawn(_paragraphs))
+
+
+def _explained_in_a_tag(rng: random.Random) -> tuple[str, str]:
+    answer = rng.choice([q for q in QUERIES if q.startswith("SELECT")])
+    quoted = rng.choice(["SELECT name FROM singer", "SELECT count(*) FROM singer", answer])
+    tag = rng.choice(["explanation", "reasoning", "analysis", "notes", "Explanation", "rationale"])
+    container = rng.choice(["<sql>\n{q}\n</sql>", "```sql\n{q}\n```", "<query>{q}</query>"])
+    said = rng.choice(["It builds on `{x}` and filters it.", "Like {x}, but filtered.", "{x}"])
+    note = f"<{tag}>{said.format(x=quoted)}</{tag}>"
+    return f"{container.format(q=answer)}\n{note}", answer
+
+
+def test_a_tag_named_as_reasoning_holds_no_answer() -> None:
+    # As a JSON reasoning field does: what an <explanation> quotes loses to the answer.
+    _check(_drawn(_explained_in_a_tag))
+
+
+def test_strings_of_a_json_list_are_not_read_as_one_query_with_quoted_names() -> None:
+    reply = '{"sql": ["SELECT name", "FROM singer", "WHERE age > 30"]}'
+    assert read_sql(reply).sql is None
