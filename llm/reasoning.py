@@ -25,9 +25,14 @@ _OPEN = re.compile(rf"<({_TAGS})>", re.I)
 
 # A chat template's special token, ASCII bars or DeepSeek's full-width ones, and a role name or a
 # channel header right after the tokens that open a message.
-_SPECIAL = re.compile(r"<\|[^<>|\s]{1,40}\|>|<｜[^<>｜]{1,40}｜>")
+# Templates without bars name theirs as a tag (Gemma's `<end_of_turn>`, SentencePiece's `</s>`
+# and `<eos>`): printed raw, such a token is glued to the answer (`... = 'T'<eos>`).
+_SPECIAL = re.compile(
+    r"<\|[^<>|\s]{1,40}\|>|<｜[^<>｜]{1,40}｜>|</s>|<(?:eos|bos|end_of_turn|start_of_turn)>"
+)
 _ROLE_AFTER_START = re.compile(
-    r"(<\|(?:im_start|start|start_header_id)\|>)\s*(?:assistant|user|system|developer)?"
+    r"(<\|(?:im_start|start|start_header_id)\|>|<start_of_turn>)\s*"
+    r"(?:assistant|user|system|developer|model)?"
     r"(?:<\|end_header_id\|>)?",
     re.I,
 )

@@ -153,3 +153,16 @@ def key_cue(path: tuple[str | int, ...]) -> Cue:
 def _key_words(key: str) -> list[str]:
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key)
     return [w for w in re.split(r"[^0-9A-Za-z]+", spaced.lower()) if w]
+
+
+def tag_cue(name: str) -> Cue | None:
+    """The cue of an XML-like tag's content from the tag's name: its words, as words before a
+    query say (`<answer>`, `<example>`), and a reasoning field's name demotes, as a JSON key's
+    does (`<explanation>`, `<reasoning>` quote parts of the answer, never the answer)."""
+    words = _key_words(name)
+    said = cue_in(" ".join(words))
+    if said is not None:
+        return said
+    if _REASONING_KEY_WORDS.intersection(words):
+        return Cue(Rank.DEMOTED, "reasoning", name)
+    return None

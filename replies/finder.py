@@ -14,7 +14,8 @@ words in its select list ("Select the names from singers" is prose).
 **Choice.** Each candidate gets a rank from how it is introduced (`macsql.replies.cues`): *final*
 (an explicit final marker: "Final answer:", `<answer>`, a JSON `sql`/`query`/`answer` key),
 *demoted* (introduced as an example, an alternative or a draft; a string in code; a statement that
-is not a query, such as echoed DDL; a query that is a subquery of another candidate), or *plain*.
+is not a query, such as echoed DDL; a query that is a subquery of another candidate or lies inside
+one of its string literals), or *plain*.
 The highest rank wins, and among equals the last (MAC-SQL's rule). A block that is SQL by its tag
 but does not parse is a broken candidate: when it wins, the reply holds no query, and the Refiner
 hears why.
@@ -32,7 +33,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from macsql.replies.cues import PLAIN, Cue, Rank, cue_in, intro_of, key_cue
+from macsql.replies.cues import PLAIN, Cue, Rank, cue_in, intro_of, key_cue, tag_cue
 from macsql.replies.markup import (
     NOT_SQL_TAGS,
     SQL_TAGS,
@@ -176,18 +177,30 @@ def _choose(answer: str, candidates: list[_Candidate], dialect: str) -> SqlReadi
             None, chosen.why, incomplete=True, rule=rule, candidates=len(distinct),
             passed_over=passed, ambiguous=ambiguous,
         )  # fmt: skip
-    open_ended = not chosen.closed and not answer[chosen.end :].strip(" \t\r\n;")
+    open_ended = not chosen.closed and not answer[chosen.end :].strip(_NOT_CLOSING)
     return SqlReading(
         chosen.sql, "", open_ended=open_ended, rule=rule, candidates=len(distinct),
         passed_over=passed, ambiguous=ambiguous,
     )  # fmt: skip
 
 
+_NOT_CLOSING = " \t\r\n;.,:!?"
+"""What may follow a query at the very end of a reply without closing it: a reply cut off at
+the token limit right after `T1.` reads as `... WHERE T1` and a full stop, and is cut short."""
+
+
 def _demote_parts(candidates: list[_Candidate]) -> None:
     """A query that is a subquery of another candidate (a sub-question's query inside the final
-    one, a subquery quoted in an explanation) loses to it."""
+    one, a subquery quoted in an explanation) loses to it; so does a query found inside another
+    candidate's own span (the text of a string literal: `WHERE body = 'SELECT ...'`), whatever
+    its rank: it is a piece of that candidate, never a query of its own."""
     texts = [(c, _same(c.sql)) for c in candidates if c.sql is not None]
     for candidate, text in texts:
+        if candidate.cue.kind != "part" and any(
+            text in whole and _within(candidate, other) for other, whole in texts
+        ):
+            candidate.cue = Cue(Rank.DEMOTED, "part", "")
+            continue
         if candidate.cue.rank == Rank.DEMOTED:
             continue
         inside = (f"({text})", f"( {text} )")
@@ -199,6 +212,18 @@ def _demote_parts(candidates: list[_Candidate]) -> None:
             ):
                 candidate.cue = Cue(Rank.DEMOTED, "part", "")
                 break
+
+
+def _within(candidate: _Candidate, other: _Candidate) -> bool:
+    """Whether `candidate` was found inside `other`'s span of the reply (JSON values share their
+    object's span, so they are told apart by their text alone)."""
+    return (
+        other is not candidate
+        and "json" not in (candidate.source, other.source)
+        and other.position <= candidate.position
+        and candidate.end <= other.end
+        and (other.position, other.end) != (candidate.position, candidate.end)
+    )
 
 
 def _same(sql: str | None) -> str:
@@ -244,6 +269,8 @@ _CTE_HEAD = re.compile(r"with\s+(?:recursive\s+)?[\w`\"\[\]]+\s*(?:\([^)]*\)\s*)
 _FROM = re.compile(r"(?<![\w.])from(?![\w])", re.I)
 _MAX_CUTS = 8
 _MAX_DEPTH = 2
+_BLANK_LINE = re.compile(r"\n[ \t]*\r?\n")
+"""A paragraph's end, whatever the line endings (`\r\n\r\n` from Windows and some servers)."""
 _MAX_PROSE_SPAN = 4_000
 """A query in prose is read from at most this many characters (a paragraph, usually less)."""
 _PROSE_STARTS = 64
@@ -302,7 +329,7 @@ def _candidates(answer: str, dialect: str, depth: int, budget: _Budget) -> list[
     marks = [m for m in tag_marks(text) if _inside_any(m.start(), outside)]
     layout.marks = sorted({m.start() for m in marks} | {m.end() for m in marks})
     for pair in tag_pairs(marks):
-        cue = cue_in(pair.name.replace("_", " "))
+        cue = tag_cue(pair.name)
         if cue is not None:
             layout.enclosing.append((pair.inner_start, pair.inner_end, cue))
     for fence in layout.fences:
@@ -534,8 +561,8 @@ def _prose_candidates(
         query_word = word in ("select", "with")
         if word == "with" and _CTE_HEAD.match(text, at) is None:
             continue
-        limit = text.find("\n\n", at, end)
-        limit = min(end if limit == -1 else limit, at + _MAX_PROSE_SPAN)
+        blank = _BLANK_LINE.search(text, at, end)
+        limit = min(end if blank is None else blank.start(), at + _MAX_PROSE_SPAN)
         if query_word and _FROM.search(text, at, limit) is None:
             continue
         if not budget.spend():
@@ -544,7 +571,7 @@ def _prose_candidates(
         if found is None:
             continue
         sql, stop, parsed = found
-        closed = bool(text[stop:end].strip(" \t\r\n;")) or end < len(text)
+        closed = bool(text[stop:end].strip(_NOT_CLOSING)) or end < len(text)
         out.append(_Candidate(at, sql, stop, PLAIN, closed=closed, statement=not parsed.query))
         position = stop
 
@@ -579,20 +606,33 @@ def _query_at(
 
 
 def _tokenizable_prefix(sql: str, dialect: str) -> int | None:
-    """The end of the longest prefix, cut at a `;` or a line end, that sqlglot can tokenize:
-    prose after a query (an apostrophe opens a string that never closes) stops the tokenizer."""
-    ends = sorted({m.start() for m in re.finditer(r"[;\n`]", sql)}, reverse=True)
-    tried = ends[:_MAX_CUTS]
+    """The end of the longest prefix, cut at a `;`, a line end or a quote, that sqlglot can
+    tokenize: prose after a query (an apostrophe opens a string that never closes) stops the
+    tokenizer.
+    A cut never drops a line that goes on with the query (`_CLAUSE_LINE`)."""
+    ends = sorted({m.start() for m in re.finditer(r"[;\n`'\"]", sql)}, reverse=True)
+    tried = [e for e in ends[:_MAX_CUTS] if not _CLAUSE_LINE.match(sql, e)]
     return next((e for e in tried if not parse_span(sql[:e].rstrip(), dialect).untokenized), None)
 
 
 _BREAK = re.compile(r"[.!?](?=\s|$)|\n|,\s|\s[—–-]{1,2}\s|\s\(|`")
 
 
+# A line that opens with a clause's keyword in capitals goes on with the query: cutting at the
+# line end before it would drop the clause (`WHERE b = 'T'<junk>` would leave `SELECT a FROM t`).
+_CLAUSE_LINE = re.compile(
+    r"\n[ \t]*(?:WHERE|AND|OR|GROUP\s+BY|ORDER\s+BY|HAVING|LIMIT|OFFSET|ON|UNION|EXCEPT|INTERSECT"
+    r"|(?:(?:INNER|LEFT|RIGHT|FULL|CROSS|NATURAL)(?:\s+OUTER)?\s+)?JOIN)\b"
+)
+
+
 def _last_break(sql: str) -> int | None:
-    """Where the last sentence or clause break of a span is (when sqlglot gave no position)."""
+    """Where the last sentence or clause break of a span is (when sqlglot gave no position);
+    None when it ends a line and the next one goes on with the query."""
     breaks = [m.start() for m in _BREAK.finditer(sql)]
-    return breaks[-1] if breaks else None
+    if not breaks or _CLAUSE_LINE.match(sql, breaks[-1]):
+        return None
+    return breaks[-1]
 
 
 def _json_candidates(

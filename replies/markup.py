@@ -152,6 +152,11 @@ SQL_TAGS = frozenset(
 _KNOWN_TAGS = NOT_SQL_TAGS | SQL_TAGS | {"json", "text", "plaintext", "txt"}
 
 
+def _starts_statement(text: str) -> bool:
+    words = text.split(None, 1)
+    return bool(words) and words[0].lstrip("(").lower() in _STATEMENT_WORDS
+
+
 @dataclass(frozen=True)
 class Fence:
     start: int
@@ -174,11 +179,13 @@ def fences(text: str) -> list[Fence]:
             # Code on the fence's line: the body starts there (positions stay the text's).
             tag, body_start = "", head_start
             body = text[head_start : match.end(3)]
-        elif rest:
+        elif rest and (_starts_statement(rest) or not body.strip()):
             tag = word.lower()
             body_start = head_start + len(word) + 1
             body = text[body_start : match.end(3)]
         else:
+            # A language and words after it, with the code on the lines below, is markdown's info
+            # string (```sql title="top.sql"```, ```sql showLineNumbers```): the words are not code.
             tag, body_start = word.lower(), match.start(3)
         out.append(Fence(match.start(), match.end(), tag, body_start, body, bool(close)))
     return out
@@ -201,15 +208,24 @@ class Tag:
 _TAG = re.compile(r"<(/?)([A-Za-z][\w:.-]{0,40})\s*(/?)>")
 
 
+# A closing tag in square brackets (`[SQL] ... [/SQL]`, as some fine-tuned models answer): no
+# name starts with `/`, so it is never a bracket-quoted identifier.
+_BRACKET_CLOSE = re.compile(r"\[(/)([A-Za-z][\w:.-]{0,40})()\]")
+
+
 def tag_marks(text: str) -> list[re.Match[str]]:
-    """Every opening or closing tag (without attributes: `<b AND c>` in SQL is not one). An
-    opening tag right after a word, a quote or `%` is data (`x<y>z`, `LIKE '%<humor>%'`)."""
-    return [
+    """Every opening or closing tag (without attributes: `<b AND c>` in SQL is not one), and
+    closing tags in square brackets. An opening tag right after a word, a quote or `%` is data
+    (`x<y>z`, `LIKE '%<humor>%'`)."""
+    marks = [
         m
         for m in _TAG.finditer(text)
         if not m.group(3)
         and (m.group(1) or m.start() == 0 or text[m.start() - 1] not in _BEFORE_DATA)
     ]
+    if "[/" in text:
+        marks = sorted([*marks, *_BRACKET_CLOSE.finditer(text)], key=lambda m: m.start())
+    return marks
 
 
 _BEFORE_DATA = frozenset("'\"%`_") | frozenset(

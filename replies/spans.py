@@ -61,7 +61,8 @@ def parse_span(sql: str, dialect: str) -> SpanParse:
         return SpanParse(first_end=statements[0][-1].end + 1)
     prose = _prose_start(statements[0])
     span = (statements[0][0].start, statements[0][-1].end + 1)
-    if not _QUERY_START.match(sql):
+    # What a statement is, its first token says: comments before it ("-- top singers") are not.
+    if not _QUERY_START.match(sql, span[0]):
         # DDL and other statements are not parsed (sqlglot would parse many as a generic
         # command, with a warning): one statement that is not a query, up to any prose.
         named = _names_a_statement(sql, dialect)
@@ -127,6 +128,7 @@ _PROSE_WORDS = frozenset(
      "retrieves", "displays", "means", "que", "el", "los", "las", "esta", "este", "son",
      "cette", "est", "qui", "sont", "der", "die", "das", "diese", "ist", "sind", "und"}
 )  # fmt: skip
+_NAME_CHAR = re.compile(r"[^\W_]")
 _QUERY_START = re.compile(r"[\s(]*(?:select|with|values|table|from)\b", re.I)
 
 
@@ -141,6 +143,13 @@ def _prose_start(tokens: list[Token]) -> int | None:
     for token in tokens:
         kind = token.token_type
         if kind == TokenType.VAR and token.text.lower() in _PROSE_WORDS:
+            return token.start
+        if kind == TokenType.IDENTIFIER and (
+            "\n" in token.text or not _NAME_CHAR.search(token.text)
+        ):
+            # No quoted name spans lines or is only punctuation; between two inline code spans
+            # of an explanation ("1. `SELECT name` picks ...\n2. `FROM singer` ...") or two
+            # strings of a JSON list (`"SELECT name", "FROM singer"`), a pair of quotes does.
             return token.start
         if (
             previous is not None
