@@ -406,7 +406,7 @@ def _score_conversations(args: argparse.Namespace, dataset: Dataset) -> int:
             keep_distinct=args.keep_distinct,
             workers=args.workers,
         )
-    except (PredictionsMismatchError, FileNotFoundError, UnicodeDecodeError) as exc:
+    except (PredictionsFormatError, PredictionsMismatchError, FileNotFoundError) as exc:
         return _usage_error(exc)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

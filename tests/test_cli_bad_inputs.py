@@ -3,12 +3,23 @@ never a run that quietly does something else than asked."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import spider_eval_args, spider_sample
 
 from macsql.cli.main import main
+
+
+def sparc_sample(root: Path) -> Path:
+    """One SParC interaction; its database need not exist to test the predictions file."""
+    (root / "database").mkdir(parents=True)
+    turn = {"utterance": "How many singers?", "query": "SELECT count(*) FROM singer"}
+    record = {"database_id": "concert_singer", "interaction": [turn], "final": turn}
+    (root / "dev.json").write_text(json.dumps([record]))
+    return root
 
 
 @pytest.mark.parametrize(
@@ -41,3 +52,44 @@ def test_score_refuses_a_timeout_that_is_not_positive(
         main([*args, "--predictions", str(tmp_path / "pred.sql"), "--timeout", "-1"])
     assert exit_info.value.code == 2
     assert "argument --timeout: must be more than 0, not -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda p: p.mkdir(), "cannot read {path}: Is a directory"),
+        (
+            lambda p: p.write_bytes(b"SELECT \xff FROM singer\n"),
+            "{path} is not UTF-8 text (byte 0xff at offset 7)",
+        ),
+    ],
+    ids=["folder", "not-utf8"],
+)
+@pytest.mark.parametrize("dataset", ["spider", "sparc"])
+def test_score_names_a_predictions_file_it_cannot_read(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: Callable[[Path], object],
+    expected: str,
+    dataset: str,
+) -> None:
+    predictions = tmp_path / "pred.sql"
+    make(predictions)
+    data = spider_sample() if dataset == "spider" else sparc_sample(tmp_path / "sparc")
+    code = main(
+        ["score", "--dataset", dataset, "--data-dir", str(data), "--predictions", str(predictions)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected.format(path=predictions) in err and "Traceback" not in err
+
+
+def test_eval_refuses_an_out_that_is_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "pred.sql"
+    out.write_text("SELECT 1\n")
+    code = main(spider_eval_args(out, "--gold", data_dir=spider_sample()))
+    assert code == 2
+    assert f"cannot use {out} as the run folder: it is a file" in capsys.readouterr().err
+    assert out.read_text() == "SELECT 1\n"
