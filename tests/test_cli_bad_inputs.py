@@ -8,9 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import spider_eval_args, spider_sample
+from conftest import concert_db, spider_eval_args, spider_sample
 
 from macsql.cli.main import main
+from macsql.testing.scripted import ScriptedOpenAIServer
 
 
 def sparc_sample(root: Path) -> Path:
@@ -93,3 +94,21 @@ def test_eval_refuses_an_out_that_is_a_file(
     assert code == 2
     assert f"cannot use {out} as the run folder: it is a file" in capsys.readouterr().err
     assert out.read_text() == "SELECT 1\n"
+
+
+@pytest.mark.parametrize("position", ["question", "evidence"])
+def test_an_argument_with_undecodable_bytes_is_refused_before_any_model_call(
+    capsys: pytest.CaptureFixture[str], position: str
+) -> None:
+    # What Python makes of `macsql ask $'How many singers\xff?'` in a UTF-8 locale: the byte
+    # kept as a lone surrogate. It used to reach the model call and fail there, exit 1, as
+    # "model call failed (UnicodeEncodeError)".
+    odd = "How many singers\udcff?"
+    with ScriptedOpenAIServer(lambda _prompt: "```sql\nSELECT count(*) FROM singer\n```") as server:
+        question, evidence = (odd, "") if position == "question" else ("How many singers?", odd)
+        model = ["--base-url", server.base_url, "--api-key", "k", "--model", "openai:scripted"]
+        code = main(["ask", question, "--evidence", evidence, "--db", str(concert_db()), *model])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "the argument 'How many singers\\xff?' holds bytes that are not utf-8 text" in err
+    assert server.requests == 0
