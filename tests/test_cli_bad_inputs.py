@@ -112,3 +112,12 @@ def test_an_argument_with_undecodable_bytes_is_refused_before_any_model_call(
     assert code == 2
     assert "the argument 'How many singers\\xff?' holds bytes that are not utf-8 text" in err
     assert server.requests == 0
+
+
+def test_a_database_path_that_is_a_folder_is_called_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["ask", "How many singers?", "--db", str(tmp_path), "--base-url", "http://x/v1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{tmp_path} is a folder, not a database file" in err and "not found" not in err
