@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from macsql.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError
+from macsql.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError, undecodable
 from macsql.cli.startup import defer_pydantic_validators
 
 Handler = Callable[[argparse.Namespace], int]
@@ -166,31 +166,11 @@ def run() -> int:
     return code
 
 
-def _undecodable(argv: Sequence[str]) -> str | None:
-    """The message for the first argument that holds bytes the locale could not decode, or None.
-
-    Python keeps such bytes as lone surrogates; they pass argparse and fail much later, where
-    the text is encoded: a question at the model call ("model call failed
-    (UnicodeEncodeError)"), a database path at the schema read."""
-    for arg in argv:
-        try:
-            arg.encode("utf-8")
-        except UnicodeEncodeError:
-            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            if len(shown) > 80:
-                shown = f"{shown[:60]}... ({len(shown):,} characters)"
-            return (
-                f"the argument '{shown}' holds bytes that are not "
-                f"{sys.getfilesystemencoding()} text: type it in the terminal's encoding (a file "
-                "whose name holds such bytes needs another name)"
-            )
-    return None
-
-
 def _main(argv: list[str], collecting: bool) -> int:
-    undecodable = _undecodable(argv)
-    if undecodable:
-        print(f"macsql: error: {undecodable}", file=sys.stderr)
+    problem = undecodable(argv)
+    if problem:
+        note = " (a file whose name holds such bytes needs another name)"
+        print(f"macsql: error: {problem}{note}", file=sys.stderr)
         return EXIT_USAGE
     if argv[:1] and argv[0] in _LOAD_COMMANDS:  # the loader owns its options, --help included
         return _load_postgres_main(argparse.Namespace(loader_args=argv[1:]))

@@ -4,6 +4,9 @@ never a run that quietly does something else than asked."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -121,3 +124,44 @@ def test_a_database_path_that_is_a_folder_is_called_one(
     err = capsys.readouterr().err
     assert code == 2
     assert f"{tmp_path} is a folder, not a database file" in err and "not found" not in err
+
+
+@pytest.mark.parametrize(
+    ("stdin_errors", "expected"),
+    [
+        (
+            "surrogateescape",
+            "the line 'How many singers\\xff?' holds bytes that are not utf-8 text",
+        ),
+        ("strict", "the line holds bytes that are not utf-8 text"),  # was a traceback
+    ],
+)
+def test_chat_refuses_a_typed_line_with_undecodable_bytes_and_goes_on(
+    tmp_path: Path, stdin_errors: str, expected: str
+) -> None:
+    env = {**os.environ, "PYTHONIOENCODING": f"utf-8:{stdin_errors}"}
+    with ScriptedOpenAIServer(lambda _prompt: "```sql\nSELECT count(*) FROM singer\n```") as server:
+        model = ["--model", "openai:scripted", "--base-url", server.base_url, "--api-key", "k"]
+        state = ["--state-url", str(tmp_path / "chat.sqlite"), "--no-answer"]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "macsql.cli.main",
+                "chat",
+                "--db",
+                str(concert_db()),
+                *model,
+                *state,
+            ],
+            input=b"How many singers\xff?\nHow many singers?\n",
+            capture_output=True,
+            timeout=240,
+            env=env,
+        )
+    out = done.stdout.decode()
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+    assert expected in out
+    assert "UnicodeEncodeError" not in out
+    if stdin_errors == "surrogateescape":  # a strict decoder drops the rest of its chunk
+        assert "SELECT count(*) FROM singer" in out  # the next line is answered
