@@ -35,6 +35,7 @@ from macsql.cli.common import (
     enable_cache,
     resolve_db_argument,
 )
+from macsql.cli.exit_codes import undecodable
 from macsql.database.cache_paths import cache_root
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
 from macsql.graph.approvals import new_thread_id, resume_command, waiting_approvals
@@ -222,7 +223,14 @@ def _loop(graph: Any, db: str, context: Any, thread: str, console: Console, save
         except (EOFError, KeyboardInterrupt):
             console.print()
             return
+        except UnicodeDecodeError as exc:  # a strict stdin (PYTHONIOENCODING=utf-8:strict)
+            console.print(f"the line holds bytes that are not {exc.encoding} text", markup=False)
+            continue
         if not line:
+            continue
+        problem = undecodable([line], what="the line")
+        if problem:  # it would fail at the model call, as "UnicodeEncodeError"
+            console.print(problem, markup=False)
             continue
         if line in ("/quit", "/exit"):
             return

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from macsql.cli.common import (
     EXIT_FAILED,
@@ -83,10 +84,26 @@ def _add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _number(kind: type[int] | type[float], minimum: float, *, strict: bool = False) -> Any:
+    """An argparse type for a number in range: out of range is exit 2 at parse time, as for a
+    word that is not a number. Unchecked, `--limit -3` sliced off the last three questions,
+    `--limit 0` ran them all, and `--timeout 0` skipped every question as a gold error."""
+
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if value < minimum or (strict and value == minimum):
+            bound = f"more than {minimum:g}" if strict else f"at least {minimum:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its "invalid int value" message
+    return parse
+
+
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_number(float, 0, strict=True),
         default=None,
         help="seconds per scoring query, really interrupted (official: Spider 60, BIRD 30)",
     )
@@ -97,7 +114,7 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ves-iterations",
-        type=int,
+        type=_number(int, 0),
         default=OFFICIAL_ITERATIONS,
         help="BIRD: runs per query for VES/R-VES (official 100; 0 = no VES)",
     )
@@ -118,7 +135,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--limit",
-        type=int,
+        type=_number(int, 1),
         default=None,
         help="only the first N questions (SParC, CoSQL: the first N interactions)",
     )
@@ -196,9 +213,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     add_context_fields_argument(parser)
     parser.add_argument(
         "--item-timeout",
-        type=float,
+        type=_number(float, 0),
         default=900.0,
-        help="seconds one item may take before it is recorded as failed",
+        help="seconds one item may take before it is recorded as failed (0: no limit)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -389,7 +406,7 @@ def _score_conversations(args: argparse.Namespace, dataset: Dataset) -> int:
             keep_distinct=args.keep_distinct,
             workers=args.workers,
         )
-    except (PredictionsMismatchError, FileNotFoundError, UnicodeDecodeError) as exc:
+    except (PredictionsFormatError, PredictionsMismatchError, FileNotFoundError) as exc:
         return _usage_error(exc)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from macsql.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError
+from macsql.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError, undecodable
 from macsql.cli.startup import defer_pydantic_validators
 
 Handler = Callable[[argparse.Namespace], int]
@@ -167,6 +167,11 @@ def run() -> int:
 
 
 def _main(argv: list[str], collecting: bool) -> int:
+    problem = undecodable(argv)
+    if problem:
+        note = " (a file whose name holds such bytes needs another name)"
+        print(f"macsql: error: {problem}{note}", file=sys.stderr)
+        return EXIT_USAGE
     if argv[:1] and argv[0] in _LOAD_COMMANDS:  # the loader owns its options, --help included
         return _load_postgres_main(argparse.Namespace(loader_args=argv[1:]))
     parser = build_parser(argv[0] if argv else None)

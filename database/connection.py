@@ -182,6 +182,8 @@ def resolve_database(db: str) -> DatabaseRef:
                 f"cannot use {shown} as a database: {exc.strerror}"
             ) from None
         if not found:
+            if path.is_dir():  # "not found" would send the user looking for a missing file
+                raise DatabaseNotFoundError(f"{text} is a folder, not a database file")
             raise DatabaseNotFoundError(f"database file not found: {text}")
         # Cache by absolute path, so a changed working directory cannot reuse a stale entry.
         return _file_ref(str(path.absolute()))

@@ -61,7 +61,13 @@ def lock_run_directory(out: Path) -> IO[str]:
     (never waits) when another process holds it. The lock file is opened without following a
     symbolic link (one planted there would have its target truncated) and must be a regular
     file."""
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # --out names a file, or a folder that may not be made
+        why = "it is a file" if exc.errno == errno.EEXIST else exc.strerror
+        raise RunDirectoryError(
+            f"cannot use {out} as the run folder: {why}; give this run another --out"
+        ) from None
     path = out / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)

@@ -82,12 +82,28 @@ def write_spider_predictions(path: str | Path, sqls: Iterable[str | None]) -> Pa
     return path
 
 
+def _read_text(path: str | Path) -> str:
+    """The file's text, or a `PredictionsFormatError` naming it: a folder, a file that may not be
+    read, or bytes that are not UTF-8 are a wrong --predictions, not a crash."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise  # callers say "no such file" their own way
+    except OSError as exc:
+        raise PredictionsFormatError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise PredictionsFormatError(
+            f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start:,}): a predictions file holds SQL, one query per line"
+        ) from None
+
+
 def read_spider_predictions(path: str | Path) -> list[str]:
     """One SQL per line (the text before a tab, as the official scorer reads it).
 
     Empty lines at the end are ignored; an empty line in the middle is an empty prediction.
     """
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = _read_text(path).splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
     return [line.strip().split("\t")[0] for line in lines]
@@ -113,7 +129,7 @@ def read_bird_predictions(path: str | Path) -> dict[int, str]:
     scorer pairs predictions with gold.
     """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise PredictionsFormatError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -150,7 +166,7 @@ def read_interaction_predictions(path: str | Path) -> list[list[str]]:
     session with no empty line after it counts too. Empty lines at the very end are ignored."""
     sessions: list[list[str]] = []
     current: list[str] = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in _read_text(path).splitlines():
         if not line.strip():
             sessions.append(current)
             current = []

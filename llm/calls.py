@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import random
 import threading
 import time
@@ -121,7 +122,7 @@ def call_model(
     except ModelConfigError as exc:
         return ModelReply("", f"{MODEL_FAILURE_PREFIXES[1]}: {exc}", {})
     except Exception as exc:  # a provider's package failing as it builds its client
-        return _failed_call(settings, agent, exc, 0.0)
+        return _failed_call(settings, agent, exc, 0.0, requested=False)
     config: Any = {"tags": [f"macsql:{agent}"], "metadata": {AGENT_METADATA_KEY: agent}}
     built = time.monotonic() - entered
     attempt = StructuredAttempt()
@@ -282,13 +283,23 @@ def _reply_of(
     )
 
 
-def _failed_call(settings: ModelSettings, agent: str, exc: Exception, latency: float) -> ModelReply:
+def _failed_call(
+    settings: ModelSettings, agent: str, exc: Exception, latency: float, *, requested: bool = True
+) -> ModelReply:
     message = f"{MODEL_FAILURE_PREFIXES[0]} ({type(exc).__name__}): {_first_line(exc)}"
-    fix = fix_for(exc, settings)
+    if _names(exc).intersection(_CONNECTION_ERRORS):
+        # "Connection error." alone: what happened is in the cause (refused, name unknown,
+        # the connection closed mid-reply).
+        root = _root_cause(exc)
+        if root is not exc:
+            message = f"{message.rstrip('.')} ({_first_line(root)})"
+    fix = fix_for(exc, settings, requested=requested)
     return ModelReply(
         "", f"{message.rstrip('.')}; {fix}" if fix else message, {agent: usage_entry(None, latency)}
     )
 
+
+_CONNECTION_ERRORS = ("ModelConnectionError", "APIConnectionError")
 
 # langchain-core's provider-neutral classes (every integration raises subclasses of them), and
 # openai's own for clients that raise those unwrapped; timeouts first, they are connection
@@ -300,7 +311,13 @@ _FIXES = (
         "check that the server at base_url is up",
     ),
     (
-        ("ModelConnectionError", "APIConnectionError"),
+        # httpx's, under the connection error: the server was reached and then hung up
+        ("RemoteProtocolError", "ReadError"),
+        "{url} closed the connection before its reply was complete: the server may have "
+        "crashed or restarted, or a proxy cut the reply; check the server's log",
+    ),
+    (
+        _CONNECTION_ERRORS,
         "tried {url}: set base_url (--base-url or OPENAI_BASE_URL) to your OpenAI-compatible "
         "server, or model (--model) to another provider",
     ),
@@ -322,17 +339,50 @@ _FIXES = (
 )
 
 
-def fix_for(exc: BaseException, settings: ModelSettings) -> str | None:
-    """What to change when a model call fails for a reason of configuration, or None."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    for classes, template in _FIXES:
-        if names.intersection(classes):
-            return template.format(
-                url=endpoint_of(settings),
-                timeout=settings.timeout,
-                name=settings.model.partition(":")[2] or settings.model,
-            )
-    return None
+_NOT_A_COMPLETION = (
+    "{url} answered with something that is not an OpenAI chat completion (or, to a streamed "
+    "request, no chunk of one): check that base_url is an OpenAI-compatible chat-completions "
+    "server (usually ending in /v1), not a web page or a proxy's answer"
+)
+
+_READING_ERRORS = (json.JSONDecodeError, ValueError, TypeError, AttributeError, KeyError)
+"""Plain Python errors out of a request: the client could not read the server's answer (a body
+that is not JSON, a message missing from the choice, a stream with no chunk). Exact types only:
+pydantic's ValidationError, a ValueError too, is a reply that does not fit a schema."""
+
+
+def fix_for(exc: BaseException, settings: ModelSettings, *, requested: bool = True) -> str | None:
+    """What to change when a model call fails for a reason of configuration, or None.
+    `requested`: the error came out of a request (not out of building the client)."""
+    names = _names(exc)
+    template = next((t for classes, t in _FIXES if names.intersection(classes)), None)
+    if template is None and requested and type(exc) in _READING_ERRORS:
+        provider, sep, _name = settings.model.partition(":")
+        if (provider == "openai" or not sep) and not is_registered(settings.model):
+            template = _NOT_A_COMPLETION
+    if template is None:
+        return None
+    return template.format(
+        url=endpoint_of(settings),
+        timeout=settings.timeout,
+        name=settings.model.partition(":")[2] or settings.model,
+    )
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and the ones it was raised from, outermost first."""
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 20:
+        chain.append(chain[-1].__cause__)
+    return chain
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for link in _causes(exc) for cls in type(link).__mro__}
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    return _causes(exc)[-1]
 
 
 def _text_of(message: Any) -> str:
@@ -354,8 +404,6 @@ def _tool_calls_text(message: Any) -> str:
     """A message's tool calls as JSON text (`[{"name", "arguments"}]`), so that an answer given
     as a tool call is read like one written in text: a model may call a tool nobody offered,
     or answer a structured request in a shape that does not fit."""
-    import json
-
     calls = [
         {"name": c.get("name"), "arguments": c.get("args")}
         for c in getattr(message, "tool_calls", None) or []

@@ -77,6 +77,13 @@ def _is_tabular(db: object) -> bool:
     return is_table_file(db)
 
 
+def _check_text(**values: object) -> None:
+    # A TypeError naming the argument, rather than pydantic's error about `Result.question`.
+    for name, value in values.items():
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+
+
 class Connection:
     """One database, asked many questions with the same settings. Close it (or use it as a
     context manager) to drop an in-memory copy of CSV, Parquet or DataFrame data."""
@@ -131,6 +138,7 @@ class Connection:
         **settings: Any,
     ) -> Result:
         """Answer one question; `settings` override the connection's for this question."""
+        _check_text(question=question, evidence=evidence)
         context = _context(self._model, {**self._settings, **settings}, approve is not None)
         graph, config = self._graph(approve is not None)
         payload = {"question": question, "evidence": evidence, "db": self.db}
@@ -149,6 +157,7 @@ class Connection:
         **settings: Any,
     ) -> Result:
         """`ask`, awaitable; `approve` may be a coroutine function."""
+        _check_text(question=question, evidence=evidence)
         context = _context(self._model, {**self._settings, **settings}, approve is not None)
         graph, config = self._graph(approve is not None)
         payload = {"question": question, "evidence": evidence, "db": self.db}

@@ -649,6 +649,18 @@ def _json_candidates(
         position = start + (index + 1) / (len(strings) + 1)
         cue = key_cue(path)
         reading = _choose(text, inner, dialect) if inner else None
+        if (reading is None or reading.sql is None) and cue.rank == Rank.FINAL:
+            # The answer's own field is SQL by the model's word, as a fence labelled sql is:
+            # a whole query that parses is the answer even when it does not read like one in
+            # prose ("SELECT 1", no FROM), which was called "not one query (it does not parse)".
+            # Bounded as a prose span is: a long field is parsed by the reading above already,
+            # and parsing it again whole would cost seconds on a runaway reply.
+            whole = text.strip().rstrip(";").strip()
+            if len(whole) <= _MAX_PROSE_SPAN and looks_like_sql(whole):
+                parsed = parse_span(whole, dialect)
+                if parsed.statement and parsed.clean and parsed.query:
+                    out.append(_Candidate(position, whole, end, cue, source="json"))
+                    continue
         if reading is None or reading.sql is None:
             # The answer's own field holding broken SQL is a broken answer; other fields are
             # prose that happens to mention SQL.

@@ -155,3 +155,21 @@ def test_channel_markers_are_reasoning() -> None:
     # Without a final channel, the analysis is still reasoning and the rest the answer.
     answer, reasoning = split_reasoning(f"<|channel|>analysis<|message|>hmm<|end|>{FINAL}")
     assert answer == FINAL and reasoning == "hmm"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        json.dumps({"sql": "SELECT 1"}),
+        json.dumps([{"name": "run_sql", "arguments": {"sql": "SELECT 1;"}}]),  # a tool call
+        "```sql\nSELECT 1\n```",
+    ],
+)
+def test_a_query_without_from_in_the_answers_own_field_is_read(reply: str) -> None:
+    # A fence labelled sql took it; the JSON `sql` field refused it as "not one query (it does
+    # not parse)", which it does.
+    assert read_sql(reply, "sqlite").sql == "SELECT 1"
+
+
+def test_prose_in_the_answers_own_field_is_still_not_a_query() -> None:
+    assert read_sql(json.dumps({"sql": "Select all singers"}), "sqlite").sql is None

@@ -85,12 +85,28 @@ def parse_rewrite(reply: str) -> tuple[str | None, bool]:
     return rewrite.question, rewrite.builds_on_sql
 
 
+_TEXT_INPUTS = ("question", "evidence", "db")
+
+
+def not_text(state: PipelineState) -> str | None:
+    """What is wrong with an input that should be text and is not, or None. A parent graph's
+    state mapped in as it is (a number, a list) used to raise AttributeError from whichever
+    node read it first; `load_schema` fails the run with this instead."""
+    for key in _TEXT_INPUTS:
+        value = state.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"the input {key!r} must be text, not {type(value).__name__}"
+    return None
+
+
 def has_conversation(state: PipelineState, on_thread: bool) -> bool:
     """Whether `contextualize` has anything to do for this run: history to rewrite the question
     with (turns, messages, or a previous run's keys), a question to clean or to take from the
     messages, a caller's `standalone_question` or `previous_sql` to settle, or a checkpointed
     thread whose next run reads this one's `asked`. Otherwise its update would change nothing
     but `standalone_question`, which `load_schema` then writes (`standalone_of`)."""
+    if not_text(state) is not None:  # `load_schema` fails the run, saying why
+        return False
     if on_thread or state.get("turns") or state.get("messages") or state.get("asked"):
         return True
     question = state.get("question") or ""

@@ -14,7 +14,7 @@ from macsql.database.connection import (
 )
 from macsql.database.connection_errors import describe_database_error
 from macsql.database.schema import load_schema
-from macsql.nodes.common.contextualize import standalone_of
+from macsql.nodes.common.contextualize import not_text, standalone_of
 from macsql.prompts.schema_text import rendered_schema
 
 
@@ -35,6 +35,9 @@ def fail(message: str) -> PipelineState:
 
 
 def load_schema_node(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineState:
+    wrong = not_text(state)
+    if wrong is not None:  # before `standalone_of`, which reads the question as text
+        return fail(wrong)
     # A run without a conversation skips `contextualize`: its one output key is written here.
     return {**standalone_of(state), **_load_schema(state, runtime)}
 
