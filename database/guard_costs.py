@@ -21,8 +21,9 @@ such calls belong to:
    back-reference (the exponential class: `(a|ab)*c`), and the subject is a column or a
    constant, not a string the query grows (the polynomial class: `a*[bc]` on a 16 MB `REPEAT`).
 
-4. **Searches in values the query grows, on SQLite** (LIKE, GLOB, `instr`, `replace`), whose work
-   is the product of the subject's and the pattern's lengths in one step: both sides are
+4. **Searches in values the query grows** (SQLite's LIKE, GLOB, `instr`, `replace`; PostgreSQL's
+   LIKE and ILIKE), whose work is the product of the subject's and the pattern's lengths in one
+   step the engine does not interrupt: both sides are
    constants or stored data, traced through CTEs, subqueries and aliases to table columns
    (`_data_sized`), never a recursive CTE's column, an aggregate or a string the query lengthens.
 
@@ -386,17 +387,20 @@ def _edit_distance_problem(node: exp.Expression, name: str, limits: StatementLim
     )
 
 
-# --- 3. regular expressions and patterns --------------------------------------------------------
-
-
-# --- 4. searches in values the query grows ----------------------------------------------------
+# --- 4. searches in values the query grows (the tracing below, after 3) --------------------
 
 # A search compares its pattern at every position of its subject: one call's work is the product
 # of their lengths, in one step the engine does not interrupt. SQLite's LIKE of a 190-character
 # constant pattern in a 16 MB string that a recursive CTE doubled took 7 s, instr() of half such
 # a string in it ran past 40 s, while the caller had returned at its deadline.
 _SEARCHES: tuple[type[exp.Expression], ...] = (exp.StrPosition, exp.Replace)
-_UNINTERRUPTIBLE_SEARCH = frozenset({"sqlite"})
+# The searches each engine runs in one step it does not interrupt: PostgreSQL's LIKE too (a
+# 190-character constant pattern in a 64 MB doubled string: its session still ran 16 s after a
+# cancel and pg_terminate_backend), while its strpos() and regular expressions stop.
+_UNINTERRUPTIBLE_SEARCH: dict[str, tuple[type[exp.Expression], ...]] = {
+    "sqlite": (*_LIKE_NODES, *_SEARCHES),
+    "postgres": _LIKE_NODES,
+}
 _SEARCH_NAMES: dict[type[exp.Expression], str] = {
     exp.StrPosition: "instr()",
     exp.Replace: "replace()",
@@ -407,7 +411,7 @@ _SEARCH_NAMES: dict[type[exp.Expression], str] = {
 
 
 def _search_problem(node: exp.Expression, dialect: str, trace: _Trace | None = None) -> str | None:
-    if dialect not in _UNINTERRUPTIBLE_SEARCH:
+    if not isinstance(node, _UNINTERRUPTIBLE_SEARCH.get(dialect, ())):
         return None
     if isinstance(node, exp.StrPosition):
         searched = [node.this, node.args.get("substr")]
@@ -422,6 +426,9 @@ def _search_problem(node: exp.Expression, dialect: str, trace: _Trace | None = N
         "two lengths, in one step that cannot be interrupted. Search the stored columns or "
         "constants instead"
     )
+
+
+# --- 3. regular expressions and patterns --------------------------------------------------------
 
 
 PATTERN_TOO_LONG = "a pattern of"

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 import pytest
 from conftest import concert_db
+from pg_support import writable_engine
+from sqlalchemy import text
 from timing import generous
 
-from macsql.database.connection import get_engine, resolve_database
+from macsql.database.connection import DatabaseRef, get_engine, resolve_database
 from macsql.database.execution import Outcome, execute_sql, statements_in_flight
 from macsql.database.guard import GuardKind, check_statement
 
@@ -150,3 +153,51 @@ def test_the_search_is_refused_and_nothing_keeps_running() -> None:
     assert time.monotonic() - started < generous(0.5)
     assert statements_in_flight() == 0
     get_engine(db).dispose()
+
+
+PG_DOUBLED = (
+    "WITH RECURSIVE r(s, n) AS (SELECT 'a'::text, 0 UNION ALL SELECT s || s, n + 1 FROM r "
+    "WHERE n < {n}) "
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        PG_DOUBLED.format(n=26) + "SELECT s LIKE '%" + "a" * 190 + "b' FROM r WHERE n = 26",
+        PG_DOUBLED.format(n=24) + "SELECT s ILIKE '%' || substr(s, 1, 40000) FROM r",
+        "SELECT g LIKE '%a' FROM (SELECT string_agg(name, '') AS g FROM singer) x",
+    ],
+)
+def test_postgres_like_in_a_grown_value_is_refused(sql: str) -> None:
+    verdict = check_statement(sql, "postgres")
+    assert not verdict.allowed and verdict.kind == GuardKind.UNSTOPPABLE, (sql, verdict)
+
+
+@pytest.mark.postgres
+def test_postgres_like_in_a_grown_value_leaves_no_session_running(
+    pg_spider: Callable[[str], DatabaseRef], pg_admin_url: str
+) -> None:
+    ref = pg_spider("concert_singer")
+    admin = writable_engine(pg_admin_url)
+    try:
+        with admin.connect() as conn:
+            started = conn.execute(text("SELECT clock_timestamp()")).scalar()
+        sql = (
+            PG_DOUBLED.format(n=24)
+            + "SELECT s LIKE '%' || substr(s, 1, 40000) || 'b' FROM r WHERE n = 24"
+        )
+        result = execute_sql(ref, sql, timeout=0.5)
+        assert result.outcome == Outcome.REJECTED, result
+        time.sleep(1.0)  # the rule: no session of macsql's still runs a second later
+        with admin.connect() as conn:
+            active = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'macsql' "
+                    "AND state = 'active' AND query_start >= :started"
+                ),
+                {"started": started},
+            ).scalar()
+    finally:
+        admin.dispose()
+    assert active == 0
