@@ -716,27 +716,20 @@ def _branches_copies(
     seen: _Seen,
     may_lack: bool,
 ) -> int | None:
-    position = columns.index(name) if name in columns else None
-    branches: list[exp.Expression] = [query]
+    selects = _leaf_selects(query)
+    if selects is None:
+        return None  # VALUES or another query form: not shown to be data
+    positions = _positions(selects[0], columns, name)
     most = 0
-    while branches:
-        branch = branches.pop()
-        if isinstance(branch, exp.SetOperation):
-            branches += [branch.this, branch.expression]
-            continue
-        if isinstance(branch, exp.Subquery):
-            branches.append(branch.this)
-            continue
-        if not isinstance(branch, exp.Select):
-            return None
-        projections = branch.expressions
-        if position is not None:
-            picked = projections[position : position + 1]
+    for select in selects:
+        projections = select.expressions
+        if positions is not None:  # a set operation's later branches are read by position
+            picked = [projections[i] for i in positions if i < len(projections)]
         else:
             picked = [p for p in projections if p.alias_or_name.lower() == name]
         counts: list[int | None] = []
         if not picked and any(_is_star(p) for p in projections):
-            sources = _sources(branch).values()
+            sources = _sources(select).values()
             counts = [_source_copies(s, name, depth + 1, seen, True) for s in sources]
         elif not picked and not may_lack:
             return None
@@ -747,6 +740,38 @@ def _branches_copies(
             return None
         most = max([most, *(int(count) for count in counts if count is not None)])
     return most
+
+
+def _leaf_selects(query: exp.Expression) -> list[exp.Select] | None:
+    """The SELECTs of a query, left to right through set operations and parentheses."""
+    found: list[exp.Select] = []
+    pending: list[exp.Expression] = [query]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, exp.SetOperation):
+            pending += [node.expression, node.this]  # the left one is taken first
+        elif isinstance(node, exp.Subquery):
+            pending.append(node.this)
+        elif isinstance(node, exp.Select):
+            found.append(node)
+        else:
+            return None
+    return found or None
+
+
+def _positions(first: exp.Select, columns: list[str], name: str) -> list[int] | None:
+    """Which output columns of a query the name `name` may mean: by the query's column list;
+    else by the names its first SELECT gives them, where a projection with no alias is named by
+    its text (any of them may be meant); None when a star leaves the names to its sources."""
+    if columns:
+        return [columns.index(name)] if name in columns else []
+    projections = first.expressions
+    named = [i for i, p in enumerate(projections) if p.alias_or_name.lower() == name]
+    if named:
+        return named
+    if any(_is_star(p) for p in projections):
+        return None
+    return [i for i, p in enumerate(projections) if not p.alias_or_name]
 
 
 def _is_star(projection: exp.Expression) -> bool:

@@ -85,6 +85,12 @@ def test_a_search_in_a_grown_value_is_refused(sql: str) -> None:
         # a correlated subquery naming an outer derived table's column
         "SELECT (SELECT 1 FROM singer WHERE name LIKE g) "
         "FROM (SELECT group_concat(name) AS g FROM singer)",
+        # a set operation's later branch, read by position
+        "SELECT instr(x, 'a') FROM (SELECT name AS x FROM singer "
+        "UNION ALL SELECT group_concat(name) FROM singer)",
+        # a column named by its expression's text
+        "WITH q AS (SELECT group_concat(name) FROM singer) "
+        "SELECT instr(\"group_concat(name)\", 'x') FROM q",
         # a projection alias in ORDER BY, HAVING
         "SELECT group_concat(name) AS g FROM singer ORDER BY instr(g, 'x')",
         "SELECT group_concat(name) AS g FROM singer GROUP BY country HAVING g LIKE '%a'",
