@@ -21,6 +21,12 @@ such calls belong to:
    back-reference (the exponential class: `(a|ab)*c`), and the subject is a column or a
    constant, not a string the query grows (the polynomial class: `a*[bc]` on a 16 MB `REPEAT`).
 
+4. **Searches in values the query grows** (SQLite's LIKE, GLOB, `instr`, `replace`; PostgreSQL's
+   LIKE and ILIKE), whose work is the product of the subject's and the pattern's lengths in one
+   step the engine does not interrupt: both sides are
+   constants or stored data, traced through CTEs, subqueries and aliases to table columns
+   (`_data_sized`), never a recursive CTE's column, an aggregate or a string the query lengthens.
+
 Everywhere a constant LIKE, SIMILAR TO or regular-expression pattern is at most
 `max_pattern_chars` characters long.
 """
@@ -78,7 +84,7 @@ _MAX_DEPTH = 64
 class CostCheck:
     """The module's rules, applied node by node as the guard's one walk meets them."""
 
-    __slots__ = ("built", "dialect", "limits", "sizes")
+    __slots__ = ("built", "dialect", "limits", "sizes", "trace")
 
     SEEN: tuple[type, ...] = (exp.Func, *_LIKE_NODES, *_REGEX_NODES)
     """The node types a rule applies to (builders, edit distances and regular expressions are
@@ -89,12 +95,13 @@ class CostCheck:
         self.limits = limits
         self.sizes: dict[int, int] = {}
         self.built = 0
+        self.trace = _Trace()  # one for the statement: each CTE column is traced once
 
     def see(self, node: object) -> str | None:
         """Why `node` asks a backend for work it cannot interrupt, or None."""
         if not isinstance(node, exp.Expression):
             return None
-        problem = _node_problem(node, self.dialect, self.limits, self.sizes)
+        problem = _node_problem(node, self.dialect, self.limits, self.sizes, self.trace)
         if problem is not None:
             return problem
         if _is_builder(node, self.dialect) and not _inside_a_builder(node, self.dialect):
@@ -157,10 +164,18 @@ def _arguments(node: exp.Expression) -> list[exp.Expression]:
 
 
 def _node_problem(
-    node: exp.Expression, dialect: str, limits: StatementLimits, sizes: dict[int, int]
+    node: exp.Expression,
+    dialect: str,
+    limits: StatementLimits,
+    sizes: dict[int, int],
+    trace: _Trace | None = None,
 ) -> str | None:
     if isinstance(node, _LIKE_NODES):
-        return _pattern_length_problem(node.args.get("expression"), limits)
+        return _pattern_length_problem(node.args.get("expression"), limits) or _search_problem(
+            node, dialect, trace
+        )
+    if isinstance(node, _SEARCHES):
+        return _search_problem(node, dialect, trace)
     if isinstance(node, _REGEX_NODES) or (
         isinstance(node, exp.Anonymous) and _call_name(node).startswith("regexp_")
     ):
@@ -372,6 +387,48 @@ def _edit_distance_problem(node: exp.Expression, name: str, limits: StatementLim
     )
 
 
+# --- 4. searches in values the query grows (the tracing below, after 3) --------------------
+
+# A search compares its pattern at every position of its subject: one call's work is the product
+# of their lengths, in one step the engine does not interrupt. SQLite's LIKE of a 190-character
+# constant pattern in a 16 MB string that a recursive CTE doubled took 7 s, instr() of half such
+# a string in it ran past 40 s, while the caller had returned at its deadline.
+_SEARCHES: tuple[type[exp.Expression], ...] = (exp.StrPosition, exp.Replace)
+# The searches each engine runs in one step it does not interrupt: PostgreSQL 15's LIKE too (a
+# 40,000-character pattern in a 16 MB doubled string: its session ran on for minutes after its
+# caller returned, still 5 s after a pg_terminate_backend), while its strpos(), replace() and
+# regular expressions in 64 MB doubled strings stopped at the deadline.
+_UNINTERRUPTIBLE_SEARCH: dict[str, tuple[type[exp.Expression], ...]] = {
+    "sqlite": (*_LIKE_NODES, *_SEARCHES),
+    "postgres": _LIKE_NODES,
+}
+_SEARCH_NAMES: dict[type[exp.Expression], str] = {
+    exp.StrPosition: "instr()",
+    exp.Replace: "replace()",
+    exp.Like: "LIKE",
+    exp.ILike: "ILIKE",
+    exp.Glob: "GLOB",
+}
+
+
+def _search_problem(node: exp.Expression, dialect: str, trace: _Trace | None = None) -> str | None:
+    if not isinstance(node, _UNINTERRUPTIBLE_SEARCH.get(dialect, ())):
+        return None
+    if isinstance(node, exp.StrPosition):
+        searched = [node.this, node.args.get("substr")]
+    else:  # LIKE, GLOB (subject, pattern) and replace() (subject, what it finds)
+        searched = [node.this, node.args.get("expression")]
+    if all(part is None or _data_sized(part, trace=trace) for part in searched):
+        return None
+    shown = _SEARCH_NAMES.get(type(node), type(node).__name__.upper())
+    return (
+        f"{shown} searches a value the query grows (a recursive CTE, an aggregate such as "
+        "group_concat(), or a function that builds a string): its work is the product of the "
+        "two lengths, in one step that cannot be interrupted. Search the stored columns or "
+        "constants instead"
+    )
+
+
 # --- 3. regular expressions and patterns --------------------------------------------------------
 
 
@@ -417,7 +474,7 @@ def _regex_problem(node: exp.Expression, dialect: str, limits: StatementLimits) 
             "matching time can grow exponentially, and this database cannot interrupt it. "
             "Simplify the pattern (or use LIKE)"
         )
-    if not _data_sized(subject):
+    if not _stored_value(subject):
         return (
             "a regular expression applied to a value the query builds: this database cannot "
             "interrupt the match, whose time grows with that value. Apply it to a column"
@@ -425,12 +482,302 @@ def _regex_problem(node: exp.Expression, dialect: str, limits: StatementLimits) 
     return None
 
 
-def _data_sized(node: Any) -> bool:
-    """A column, a constant, or a size-keeping wrapper of one: as large as the data."""
+_MAX_DATA_COPIES = 16
+"""How many stored values one data-sized value may hold (`'%' || a || ' ' || b || '%'` holds
+two); past it a chain of CTEs that each concatenate a column with itself doubles a value."""
+
+_MAX_TRACE_STEPS = 50_000
+"""The most steps a statement's searches are traced through it (a query past it is not shown
+to read data only; the guard's own cost stays bounded)."""
+
+
+class _Trace:
+    """A statement's tracing: results per (relation, column), those being traced (a column met
+    again while it is traced is defined from itself), and the steps left."""
+
+    __slots__ = ("active", "done", "scopes", "steps")
+
+    def __init__(self) -> None:
+        self.scopes: dict[int, _Scopes] = {}
+        self.active: set[tuple[int, str, bool]] = set()
+        self.done: dict[tuple[int, str, bool], int | None] = {}
+        self.steps = _MAX_TRACE_STEPS
+
+
+_Seen = _Trace
+
+
+def _stored_value(node: Any) -> bool:
+    """A column holding one stored value, a constant, or a size-keeping wrapper of one."""
     depth = 0
     while isinstance(node, _DATA_SIZED) and depth < _MAX_DEPTH:
         node, depth = node.this, depth + 1
-    return isinstance(node, exp.Column | exp.Literal | exp.Null)
+    if isinstance(node, exp.Column):
+        return _data_sized(node, most=1)
+    return isinstance(node, exp.Literal | exp.Null)
+
+
+def _data_sized(node: Any, most: int = _MAX_DATA_COPIES, trace: _Trace | None = None) -> bool:
+    """Whether `node` is at most as large as a few values the query reads, give or take
+    constants: a constant, a column holding stored data, and what keeps or shrinks such values
+    (a cast, a case, a substring, a concatenation of a few, a replace() that grows nothing).
+    A column of a CTE, a subquery or a projection alias is what its definition computes, so a
+    recursive CTE that doubles a string, or a group_concat(), is a value the query grows."""
+    copies = _copies(node, 0, trace or _Trace())
+    return copies is not None and copies <= most
+
+
+def _copies(node: Any, depth: int, seen: _Seen) -> int | None:
+    """How many stored values `node` may hold, or None when the query grows it unboundedly."""
+    seen.steps -= 1
+    if depth > _MAX_DEPTH or seen.steps < 0 or not isinstance(node, exp.Expression):
+        return None
+    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, *_NUMERIC)):
+        return 0  # a constant, or a number, whose text is short whatever it was computed from
+    if isinstance(node, exp.Column):
+        return _column_copies(node, depth + 1, seen)
+    if isinstance(node, exp.Replace):
+        found, replacement = node.expression, node.args.get("replacement")
+        if not (
+            isinstance(found, exp.Literal)
+            and isinstance(replacement, exp.Literal)
+            and len(str(replacement.this)) <= len(str(found.this))
+        ):
+            return None
+        return _copies(node.this, depth + 1, seen)
+    if isinstance(node, _CONCATENATIONS):
+        return _combined(_arguments(node), depth, seen, add=True)
+    if isinstance(node, _SHRINKING):
+        return _copies(node.this, depth + 1, seen)
+    if isinstance(node, _ONE_OF):
+        return _combined(list(node.iter_expressions()), depth, seen, add=False)
+    return None
+
+
+def _combined(parts: list[exp.Expression], depth: int, seen: _Seen, add: bool) -> int | None:
+    """What a concatenation of `parts` holds (`add`), or a choice among them."""
+    counts = [_copies(part, depth + 1, seen) for part in parts]
+    known = [count for count in counts if count is not None]
+    if len(known) < len(counts):
+        return None
+    return sum(known) if add else max(known, default=0)
+
+
+_NUMERIC: tuple[Any, ...] = (
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Mod,
+    exp.Neg,
+    exp.Predicate,
+    exp.Count,
+    exp.Sum,
+    exp.Avg,
+    exp.Length,
+    exp.Abs,
+    exp.Round,
+    exp.StrPosition,
+)
+_CONCATENATIONS = (exp.DPipe, exp.Concat, exp.ConcatWs)
+# Values at most the size of their first argument (the others are positions and lengths).
+_SHRINKING = (*_DATA_SIZED, exp.Substring, exp.Left, exp.Right)
+# Values that are one of their arguments (conditions are read, not returned, and are counted
+# alike: a number or a predicate counts nothing).
+_ONE_OF = (exp.Coalesce, exp.Nullif, exp.Case, exp.If, exp.Min, exp.Max)
+
+
+def _column_copies(column: exp.Column, depth: int, seen: _Seen) -> int | None:
+    """How many stored values the column holds, as the database resolves it: one for a table's
+    column; for a CTE's, a subquery's or a projection alias's, what its definition holds."""
+    name, qualifier = column.name.lower(), column.table.lower()
+    most = 1
+    for scope, clause in _scopes(column, seen):
+        sources = _sources(scope)
+        if qualifier:
+            source = sources.get(qualifier)
+            if source is not None:
+                return _source_copies(source, name, depth, seen)
+            continue
+        candidates = [_source_copies(s, name, depth, seen, True) for s in sources.values()]
+        if clause != "expressions":  # WHERE, GROUP BY, HAVING, ORDER BY may name an alias
+            for projection in scope.expressions:
+                if isinstance(projection, exp.Alias) and projection.alias.lower() == name:
+                    candidates.append(_copies(projection.this, depth + 1, seen))
+        if any(count is None for count in candidates):
+            return None
+        # Without the tables' columns, an unqualified name may still mean an enclosing
+        # query's column (a correlated subquery): every scope is read.
+        most = max([most, *(int(count) for count in candidates if count is not None)])
+    return most
+
+
+_Scopes = tuple[tuple[exp.Select, str], ...]
+
+
+def _scopes(node: exp.Expression, trace: _Trace) -> _Scopes:
+    """The queries a name in `node` may resolve against, the nearest first, each with the clause
+    that holds `node`: up to a CTE (which sees no outer query) or a FROM source (a subquery in
+    FROM sees no columns of the query around it; a join's ON condition does). Memoised per
+    node, so every column of a statement costs the tree's size once, not its depth each."""
+    path: list[Any] = []
+    current: Any = node
+    while current.parent is not None and id(current) not in trace.scopes:
+        path.append(current)
+        current = current.parent
+    chain = trace.scopes.get(id(current), ())
+    for child in reversed(path):
+        parent = child.parent
+        key = str(child.arg_key or "")
+        a_source = (isinstance(parent, exp.Select) and key in ("from", "from_")) or (
+            isinstance(parent, exp.Join) and key == "this"
+        )
+        if a_source or isinstance(parent, exp.CTE):
+            chain = ()
+        elif isinstance(parent, exp.Select):
+            chain = ((parent, key), *chain)
+        trace.scopes[id(child)] = chain
+    return chain
+
+
+def _sources(select: exp.Select) -> dict[str, exp.Expression]:
+    """The relations `select` reads, by the name a column qualifies them with."""
+    found: dict[str, exp.Expression] = {}
+    from_ = select.args.get("from") or select.args.get("from_")
+    items = [from_.this] if isinstance(from_, exp.From) else []
+    items += [join.this for join in select.args.get("joins") or ()]
+    for item in items:
+        if isinstance(item, exp.Expression):
+            found[(item.alias_or_name or "").lower()] = item
+    return found
+
+
+def _source_copies(
+    source: exp.Expression, name: str, depth: int, seen: _Seen, may_lack: bool = False
+) -> int | None:
+    """What the column `name` of a FROM source holds (`may_lack`: the source may not have it,
+    an unqualified name)."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+        cte = None if source.db else _cte_named(source, source.name.lower())
+        if cte is None:
+            return 1  # a table of the database
+        key = (id(cte), name, may_lack)
+        return _query_copies(cte.this, _alias_columns(cte), name, depth, seen, key, may_lack)
+    if isinstance(source, exp.Subquery):
+        key = (id(source), name, may_lack)
+        return _query_copies(source.this, _alias_columns(source), name, depth, seen, key, may_lack)
+    return None  # a table-valued function, VALUES, ...: not stored data
+
+
+def _cte_named(table: exp.Table, name: str) -> exp.CTE | None:
+    node: Any = table
+    while node is not None:
+        with_ = node.args.get("with") or node.args.get("with_")
+        if isinstance(with_, exp.With):
+            for cte in with_.expressions:
+                if cte.alias.lower() == name:
+                    return cte
+        node = node.parent
+    return None
+
+
+def _alias_columns(node: exp.Expression) -> list[str]:
+    alias = node.args.get("alias")
+    return [c.name.lower() for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
+
+
+def _query_copies(
+    query: exp.Expression,
+    columns: list[str],
+    name: str,
+    depth: int,
+    seen: _Seen,
+    key: tuple[int, str, bool],
+    may_lack: bool,
+) -> int | None:
+    """What the column `name` of a CTE's or subquery's query holds, the most of its branches;
+    a column defined from itself (a recursive CTE) is grown by the query."""
+    if key in seen.active:
+        return None
+    if key not in seen.done:
+        seen.active.add(key)
+        seen.done[key] = _branches_copies(query, columns, name, depth, seen, may_lack)
+        seen.active.discard(key)
+    return seen.done[key]
+
+
+def _branches_copies(
+    query: exp.Expression,
+    columns: list[str],
+    name: str,
+    depth: int,
+    seen: _Seen,
+    may_lack: bool,
+) -> int | None:
+    selects = _leaf_selects(query)
+    if selects is None:
+        return None  # VALUES or another query form: not shown to be data
+    positions = _positions(selects[0], columns, name)
+    most = 0
+    for select in selects:
+        projections = select.expressions
+        if positions is not None:  # a set operation's later branches are read by position
+            picked = [projections[i] for i in positions if i < len(projections)]
+        else:
+            picked = [p for p in projections if p.alias_or_name.lower() == name]
+        counts: list[int | None] = []
+        if not picked and any(_is_star(p) for p in projections):
+            sources = _sources(select).values()
+            counts = [_source_copies(s, name, depth + 1, seen, True) for s in sources]
+        elif not picked and not may_lack:
+            return None
+        for projection in picked:
+            value = projection.this if isinstance(projection, exp.Alias) else projection
+            counts.append(_copies(value, depth + 1, seen))
+        if any(count is None for count in counts):
+            return None
+        most = max([most, *(int(count) for count in counts if count is not None)])
+    return most
+
+
+def _leaf_selects(query: exp.Expression) -> list[exp.Select] | None:
+    """The SELECTs of a query, left to right through set operations and parentheses."""
+    found: list[exp.Select] = []
+    pending: list[exp.Expression] = [query]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, exp.SetOperation):
+            pending += [node.expression, node.this]  # the left one is taken first
+        elif isinstance(node, exp.Subquery):
+            pending.append(node.this)
+        elif isinstance(node, exp.Select):
+            found.append(node)
+        else:
+            return None
+    return found or None
+
+
+def _positions(first: exp.Select, columns: list[str], name: str) -> list[int] | None:
+    """Which output columns of a query the name `name` may mean: by the query's column list;
+    else by the names its first SELECT gives them, where a projection with no alias is named by
+    its text (any of them may be meant); None when a star leaves the names to its sources."""
+    if columns:
+        return [columns.index(name)] if name in columns else []
+    projections = first.expressions
+    named = [i for i, p in enumerate(projections) if p.alias_or_name.lower() == name]
+    if named:
+        return named
+    if any(_is_star(p) for p in projections):
+        return None
+    return [i for i, p in enumerate(projections) if not p.alias_or_name]
+
+
+def _is_star(projection: exp.Expression) -> bool:
+    return isinstance(projection, exp.Star) or (
+        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
+    )
 
 
 def backtracking_problem(pattern: str) -> str | None:

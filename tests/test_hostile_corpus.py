@@ -346,12 +346,12 @@ BOMB_ENDINGS = {
 }
 
 _BOMB_RUN = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 from test_hostile_corpus import load_corpus
 from pathlib import Path
 from macsql.database.connection import resolve_database
-from macsql.database.execution import execute_sql
+from macsql.database.execution import execute_sql, statements_in_flight
 ref = resolve_database(sys.argv[1])
 execute_sql(ref, "SELECT 1")
 out = []
@@ -361,12 +361,17 @@ for entry in load_corpus(Path(sys.argv[2])):
                          max_bytes=int(sys.argv[5]))
     out.append([entry.line, entry.kind, result.outcome.value, time.monotonic() - started,
                 (result.error or "")[:120]])
+# An in-process engine's step that outlived its caller still runs a second later.
+time.sleep(1.0)
+in_flight = statements_in_flight()
 # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so this process would report the
 # size of the test runner that started it.
 status = Path("/proc/self/status").read_text().splitlines()
 hwm = [int(line.split()[1]) for line in status if line.startswith("VmHWM:")]
 peak = hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"entries": out, "peak_rss_mb": peak / 1024}))
+print(json.dumps({"entries": out, "peak_rss_mb": peak / 1024, "in_flight": in_flight}))
+sys.stdout.flush()
+os._exit(0)  # not waiting for a statement thread that outlived its caller
 """
 
 
@@ -446,6 +451,7 @@ def test_sqlite_bombs_end_in_time_within_the_budget(sqlite_target: SqliteTarget)
     before = file_digest(sqlite_target.path)
     report = run_bombs(str(sqlite_target.path), DATA / "bombs_sqlite.sql")
     assert_bombs_bounded(report, SQLITE_BOMBS)
+    assert report["in_flight"] == 0, "a statement still ran a second after its caller returned"
     assert file_digest(sqlite_target.path) == before
 
 
