@@ -11,10 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +24,6 @@ from macsql.database import connection
 from macsql.database.connection import check_database, resolve_database
 from macsql.database.connection_errors import DatabaseUnavailableError
 from macsql.evals.lifetimes import LOCK_FILE
-from macsql.llm.calls import call_model
-from macsql.llm.settings import ModelSettings
 from macsql.testing.scripted import ScriptedOpenAIServer
 
 SAMPLE = spider_sample()
@@ -191,37 +186,3 @@ def test_a_read_only_wal_database_says_what_to_do(
     monkeypatch.setattr(connection.os, "access", lambda *_a, **_k: False)
     with pytest.raises(DatabaseUnavailableError, match="is in WAL mode and its folder"):
         check_database(resolve_database(str(path)))
-
-
-@pytest.fixture
-def no_choices_url() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = {"id": "x", "object": "chat.completion", "created": 1, "model": "m"}
-            data = json.dumps({**body, "choices": []}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-
-
-def test_a_model_reply_with_no_choices_is_named(no_choices_url: str) -> None:
-    settings = ModelSettings(
-        model="openai:m", base_url=no_choices_url, api_key="k", timeout=5, max_retries=0
-    )
-    reply = call_model(settings, "decomposer", "hello")
-    assert reply.error and len(reply.error.splitlines()) == 1
-    assert "answered without any choice" in reply.error and no_choices_url in reply.error

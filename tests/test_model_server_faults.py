@@ -44,6 +44,7 @@ def faulty_url() -> Iterator[str]:
             body = {
                 "not-json": b'{"id": "x", "choices": [{"message": {"content": "SEL',
                 "no-message": json.dumps({**COMPLETION, "choices": [{"index": 0}]}).encode(),
+                "no-choices": json.dumps({**COMPLETION, "choices": []}).encode(),
                 "cut-off": full,
             }[fault]
             self.send_response(200)
@@ -88,6 +89,13 @@ def test_a_reply_cut_off_mid_body_says_the_server_hung_up(faulty_url: str) -> No
     assert "peer closed connection without sending complete message body" in reply.error
     assert f"{url} closed the connection before its reply was complete" in reply.error
     assert "set base_url" not in reply.error
+
+
+def test_a_model_reply_with_no_choices_is_named(faulty_url: str) -> None:
+    url = f"{faulty_url}/no-choices/v1"
+    reply = call_model(_settings(url), "decomposer", "hello")
+    assert reply.error and len(reply.error.splitlines()) == 1
+    assert "answered without any choice" in reply.error and url in reply.error
 
 
 def test_a_refused_connection_still_points_at_base_url() -> None:
