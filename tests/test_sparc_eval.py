@@ -31,6 +31,7 @@ from macsql.evals.predictions import (
     write_interaction_predictions,
 )
 from macsql.evals.runner import run_eval_sync
+from macsql.llm.deadlines import cancelled
 from macsql.llm.models import registered_chat_model
 from macsql.testing.scripted_conversations import GoldConversationModel, GoldConversations
 
@@ -304,12 +305,17 @@ def test_a_turn_that_times_out_stays_failed_in_its_thread(sparc: Path, tmp_path:
     class SlowSecondTurn(Recorder):
         def write(self, prompt: str) -> str:
             if "[conversation 0, turn 2]" in prompt:
-                time.sleep(3)
+                # Outlasts the item's time whatever the machine's load (a fixed sleep raced
+                # the other turns, which a loaded machine can slow past a short timeout): the
+                # reply comes once the item's calls are cancelled, at most a minute later.
+                given_up = time.monotonic() + 60
+                while not cancelled() and time.monotonic() < given_up:
+                    time.sleep(0.01)
             return super().write(prompt)
 
     model = SlowSecondTurn(load_dataset("sparc", sparc))
     with registered_chat_model(MODEL, GoldConversationModel(responder=model)):
-        result = run_eval_sync(_options(sparc, tmp_path / "slow", limit=1, item_timeout=1.5))
+        result = run_eval_sync(_options(sparc, tmp_path / "slow", limit=1, item_timeout=4))
     records = result.records
     assert records[1]["status"] == "failed" and "timed out" in records[1]["error"]
     third = next(p for p in model.rewrites if "How many are they?" in p)
