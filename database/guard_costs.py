@@ -25,7 +25,8 @@ such calls belong to:
    LIKE and ILIKE), whose work is the product of the subject's and the pattern's lengths in one
    step the engine does not interrupt: both sides are
    constants or stored data, traced through CTEs, subqueries and aliases to table columns
-   (`_data_sized`), never a recursive CTE's column, an aggregate or a string the query lengthens.
+   (`_data_sized`), never a recursive CTE's column, an aggregate that joins values, a builder or
+   a string the query lengthens; another scalar function holds twice what its arguments hold.
 
 Everywhere a constant LIKE, SIMILAR TO or regular-expression pattern is at most
 `max_pattern_chars` characters long.
@@ -551,7 +552,23 @@ def _copies(node: Any, depth: int, seen: _Seen) -> int | None:
         return _copies(node.this, depth + 1, seen)
     if isinstance(node, _ONE_OF):
         return _combined(list(node.iter_expressions()), depth, seen, add=False)
-    return None
+    if isinstance(node, exp.Subquery):  # a scalar subquery: the value its one column holds
+        selects = _leaf_selects(node.this)
+        if selects is None or not all(s.expressions for s in selects):
+            return None
+        values = [_unaliased(s.expressions[0]) for s in selects]
+        return _combined(values, depth, seen, add=False)
+    if isinstance(node, exp.Func) and not (isinstance(node, exp.AggFunc) or _is_builder(node, "")):
+        # Any other scalar function (strftime, hex, quote, a date's or a JSON path's): at most
+        # a small multiple of what its arguments hold (hex() doubles a value). Counting it
+        # twice keeps nested doublings under `_MAX_DATA_COPIES` only a few levels deep.
+        counted = _combined(_arguments(node), depth, seen, add=True)
+        return None if counted is None else 2 * counted
+    return None  # an aggregate that joins values (group_concat), a builder, a window, ...
+
+
+def _unaliased(projection: exp.Expression) -> exp.Expression:
+    return projection.this if isinstance(projection, exp.Alias) else projection
 
 
 def _combined(parts: list[exp.Expression], depth: int, seen: _Seen, add: bool) -> int | None:

@@ -37,6 +37,7 @@ GROWN = [
     ("", "FROM singer", "group_concat(name) OVER ()"),
     ("", "FROM singer", "(SELECT group_concat(name) FROM singer)"),
     ("", "FROM singer", "replace(name, 'a', name)"),
+    ("", "FROM singer", "hex(hex(hex(hex(hex(name)))))"),  # each hex() doubles the value
     (
         "WITH c0 AS (SELECT name AS v FROM singer), "
         + ", ".join(f"c{i} AS (SELECT v || v AS v FROM c{i - 1})" for i in range(1, 6))
@@ -117,6 +118,13 @@ def test_a_grown_value_reached_by_name_is_refused(sql: str) -> None:
         "FROM singer",
         "WITH c0 AS (SELECT name AS v FROM singer), c1 AS (SELECT v || v AS v FROM c0) "
         "SELECT v FROM c1 WHERE v LIKE '%x'",
+        # scalar functions of stored data, and a scalar subquery reading it
+        "SELECT name FROM singer WHERE strftime('%Y', song_release_year) LIKE '20%'",
+        "SELECT name FROM singer WHERE date(song_release_year) LIKE '2014-%'",
+        "SELECT name FROM singer WHERE instr(hex(name), '4A') > 0",
+        "SELECT name FROM singer WHERE name LIKE (SELECT max(country) FROM singer)",
+        "SELECT (SELECT name FROM singer AS s WHERE s.singer_id = t.singer_id) LIKE 'J%' "
+        "FROM singer AS t",
     ],
 )
 def test_a_search_in_stored_data_is_allowed(sql: str) -> None:
