@@ -558,6 +558,8 @@ def _copies(node: Any, depth: int, seen: _Seen) -> int | None:
             return None
         values = [_unaliased(s.expressions[0]) for s in selects]
         return _combined(values, depth, seen, add=False)
+    if _is_formatter(node):
+        return _formatted_copies(node, depth, seen)
     if isinstance(node, exp.Func) and not (isinstance(node, exp.AggFunc) or _is_builder(node, "")):
         # Any other scalar function (strftime, hex, quote, a date's or a JSON path's): at most
         # a small multiple of what its arguments hold (hex() doubles a value). Counting it
@@ -565,6 +567,35 @@ def _copies(node: Any, depth: int, seen: _Seen) -> int | None:
         counted = _combined(_arguments(node), depth, seen, add=True)
         return None if counted is None else 2 * counted
     return None  # an aggregate that joins values (group_concat), a builder, a window, ...
+
+
+_MAX_FORMATTED_BYTES = 4_096
+"""The most a printf()/format() may add to its values and still count as a concatenation of
+them (`printf('%05d', id)`, `printf('%s %s', a, b)`); a width past it is a value the query
+builds (`printf('%.*c', 1000000, 'x')`)."""
+
+
+def _is_formatter(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Format) or (
+        isinstance(node, exp.Anonymous) and _call_name(node) in _FORMATTERS
+    )
+
+
+def _formatted_copies(node: exp.Expression, depth: int, seen: _Seen) -> int | None:
+    """What a printf()/format() of a constant pattern holds: each directive prints one value (a
+    positional one may print the same value again), so at most as many copies of the largest
+    value as the pattern has directives; None when its widths build more than a little."""
+    arguments = _arguments(node)
+    if not arguments or not isinstance(arguments[0], exp.Literal):
+        return None
+    built = _built_size(node, "", StatementLimits(), {}, depth)
+    if isinstance(built, str) or built > _MAX_FORMATTED_BYTES:
+        return None
+    pattern = str(arguments[0].this)
+    directives = sum(m.group(3) != "%" for m in _PRINTF.finditer(pattern))
+    directives += len(_FMT_FIELD.findall(pattern))
+    largest = _combined(arguments[1:], depth, seen, add=False)
+    return None if largest is None else directives * largest
 
 
 def _unaliased(projection: exp.Expression) -> exp.Expression:

@@ -38,6 +38,8 @@ GROWN = [
     ("", "FROM singer", "(SELECT group_concat(name) FROM singer)"),
     ("", "FROM singer", "replace(name, 'a', name)"),
     ("", "FROM singer", "hex(hex(hex(hex(hex(name)))))"),  # each hex() doubles the value
+    ("", "FROM singer", "printf('%.*c', 1000000, name)"),  # a width the query names
+    ("", "FROM singer", "printf('" + "%s" * 20 + "', " + ", ".join(["name"] * 20) + ")"),
     (
         "WITH c0 AS (SELECT name AS v FROM singer), "
         + ", ".join(f"c{i} AS (SELECT v || v AS v FROM c{i - 1})" for i in range(1, 6))
@@ -125,6 +127,9 @@ def test_a_grown_value_reached_by_name_is_refused(sql: str) -> None:
         "SELECT name FROM singer WHERE name LIKE (SELECT max(country) FROM singer)",
         "SELECT (SELECT name FROM singer AS s WHERE s.singer_id = t.singer_id) LIKE 'J%' "
         "FROM singer AS t",
+        # a formatter adding a little to a few values
+        "SELECT replace(printf('%05d', singer_id), '0', '') FROM singer",
+        "SELECT name FROM singer WHERE printf('%s (%s)', name, country) LIKE '%Jo%'",
     ],
 )
 def test_a_search_in_stored_data_is_allowed(sql: str) -> None:
