@@ -925,11 +925,8 @@ def _result_columns(tree: exp.Expression) -> int | None:
         node = node.this  # a set operation returns its first query's columns
     if not isinstance(node, exp.Select):
         return None
-    for column in node.expressions:
-        if isinstance(column, exp.Star) or (
-            isinstance(column, exp.Column) and isinstance(column.this, exp.Star)
-        ):
-            return None
+    if any(column.is_star for column in node.expressions):
+        return None
     return len(node.expressions) or None
 
 

@@ -505,9 +505,6 @@ class _Trace:
         self.steps = _MAX_TRACE_STEPS
 
 
-_Seen = _Trace
-
-
 def _stored_value(node: Any) -> bool:
     """A column holding one stored value, a constant, or a size-keeping wrapper of one."""
     depth = 0
@@ -528,7 +525,7 @@ def _data_sized(node: Any, most: int = _MAX_DATA_COPIES, trace: _Trace | None = 
     return copies is not None and copies <= most
 
 
-def _copies(node: Any, depth: int, seen: _Seen) -> int | None:
+def _copies(node: Any, depth: int, seen: _Trace) -> int | None:
     """How many stored values `node` may hold, or None when the query grows it unboundedly."""
     seen.steps -= 1
     if depth > _MAX_DEPTH or seen.steps < 0 or not isinstance(node, exp.Expression):
@@ -581,7 +578,7 @@ def _is_formatter(node: exp.Expression) -> bool:
     )
 
 
-def _formatted_copies(node: exp.Expression, depth: int, seen: _Seen) -> int | None:
+def _formatted_copies(node: exp.Expression, depth: int, seen: _Trace) -> int | None:
     """What a printf()/format() of a constant pattern holds: each directive prints one value (a
     positional one may print the same value again), so at most as many copies of the largest
     value as the pattern has directives; None when its widths build more than a little."""
@@ -602,7 +599,7 @@ def _unaliased(projection: exp.Expression) -> exp.Expression:
     return projection.this if isinstance(projection, exp.Alias) else projection
 
 
-def _combined(parts: list[exp.Expression], depth: int, seen: _Seen, add: bool) -> int | None:
+def _combined(parts: list[exp.Expression], depth: int, seen: _Trace, add: bool) -> int | None:
     """What a concatenation of `parts` holds (`add`), or a choice among them."""
     counts = [_copies(part, depth + 1, seen) for part in parts]
     known = [count for count in counts if count is not None]
@@ -635,7 +632,7 @@ _SHRINKING = (*_DATA_SIZED, exp.Substring, exp.Left, exp.Right)
 _ONE_OF = (exp.Coalesce, exp.Nullif, exp.Case, exp.If, exp.Min, exp.Max)
 
 
-def _column_copies(column: exp.Column, depth: int, seen: _Seen) -> int | None:
+def _column_copies(column: exp.Column, depth: int, seen: _Trace) -> int | None:
     """How many stored values the column holds, as the database resolves it: one for a table's
     column; for a CTE's, a subquery's or a projection alias's, what its definition holds."""
     name, qualifier = column.name.lower(), column.table.lower()
@@ -701,7 +698,7 @@ def _sources(select: exp.Select) -> dict[str, exp.Expression]:
 
 
 def _source_copies(
-    source: exp.Expression, name: str, depth: int, seen: _Seen, may_lack: bool = False
+    source: exp.Expression, name: str, depth: int, seen: _Trace, may_lack: bool = False
 ) -> int | None:
     """What the column `name` of a FROM source holds (`may_lack`: the source may not have it,
     an unqualified name)."""
@@ -741,7 +738,7 @@ def _query_copies(
     columns: list[str],
     name: str,
     depth: int,
-    seen: _Seen,
+    seen: _Trace,
     key: tuple[int, str, bool],
     may_lack: bool,
 ) -> int | None:
@@ -761,7 +758,7 @@ def _branches_copies(
     columns: list[str],
     name: str,
     depth: int,
-    seen: _Seen,
+    seen: _Trace,
     may_lack: bool,
 ) -> int | None:
     selects = _leaf_selects(query)
@@ -776,14 +773,13 @@ def _branches_copies(
         else:
             picked = [p for p in projections if p.alias_or_name.lower() == name]
         counts: list[int | None] = []
-        if not picked and any(_is_star(p) for p in projections):
+        if not picked and any(p.is_star for p in projections):
             sources = _sources(select).values()
             counts = [_source_copies(s, name, depth + 1, seen, True) for s in sources]
         elif not picked and not may_lack:
             return None
         for projection in picked:
-            value = projection.this if isinstance(projection, exp.Alias) else projection
-            counts.append(_copies(value, depth + 1, seen))
+            counts.append(_copies(_unaliased(projection), depth + 1, seen))
         if any(count is None for count in counts):
             return None
         most = max([most, *(int(count) for count in counts if count is not None)])
@@ -817,15 +813,9 @@ def _positions(first: exp.Select, columns: list[str], name: str) -> list[int] | 
     named = [i for i, p in enumerate(projections) if p.alias_or_name.lower() == name]
     if named:
         return named
-    if any(_is_star(p) for p in projections):
+    if any(p.is_star for p in projections):
         return None
     return [i for i, p in enumerate(projections) if not p.alias_or_name]
-
-
-def _is_star(projection: exp.Expression) -> bool:
-    return isinstance(projection, exp.Star) or (
-        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
-    )
 
 
 def backtracking_problem(pattern: str) -> str | None:
