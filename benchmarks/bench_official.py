@@ -24,6 +24,12 @@ runs). Wall and CPU (the process and its children, not the server) are per quest
 figures subtract the 1-question run of the same side and round and divide by `limit - 1`, so
 that what is paid once per run (interpreter start, imports, loading, scoring set-up) drops
 out. Both sides' predictions are scored with `macsql score`.
+
+With `--floor`, a third side runs in each round: `floor_graph.py`, the same graph shape built on
+LangGraph and langchain-openai with almost no code of its own (see its docstring), in a fresh
+process like the others. Its figures are a lower bound for any program on those libraries that
+runs the same steps, so the ratio floor/official tells how much of macsql's ratio the libraries
+alone account for.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_eval_concurrency import SPIDER, _responder
 
 SIDES = ("official", "macsql")
+FLOOR = "floor"
 
 # The edits made to a copy of the official checkout before it runs: (files, pattern, replacement,
 # why). Each must match at least once, so that a checkout they no longer fit is noticed.
@@ -244,6 +251,15 @@ def run_macsql(
     return wall, cpu, out / "run" / "pred.sql"
 
 
+def run_floor(questions: Path, out: Path, base_url: str) -> tuple[float, float, Path]:
+    """`floor_graph.py` on the questions file in a fresh process."""
+    argv = [sys.executable, str(Path(__file__).resolve().parent / "floor_graph.py")]
+    argv += ["--questions", str(questions), "--base-url", base_url]
+    argv += ["--database-dir", str(SPIDER / "database"), "--out", str(out / "run")]
+    wall, cpu = _timed(argv, out, dict(os.environ), out / "stdout.txt")
+    return wall, cpu, out / "run" / "pred.sql"
+
+
 # --- the benchmark ---------------------------------------------------------------------------
 
 
@@ -256,21 +272,25 @@ def one_run(
 ) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix=f"{side}-{limit}-", dir=tmp))
     before = server.counts()
+    questions = tmp / f"dev_first_{limit}.json"
+    if not questions.exists():
+        dev = json.loads((SPIDER / "dev.json").read_text(encoding="utf-8"))
+        questions.write_text(json.dumps(dev[:limit]), encoding="utf-8")
     if side == "official":
-        questions = tmp / f"dev_first_{limit}.json"
-        if not questions.exists():
-            dev = json.loads((SPIDER / "dev.json").read_text(encoding="utf-8"))
-            questions.write_text(json.dumps(dev[:limit]), encoding="utf-8")
         wall, cpu, predictions = run_official(
             work, args.official_python, questions, out, server.base_url
         )
+    elif side == FLOOR:
+        wall, cpu, predictions = run_floor(questions, out, server.base_url)
     else:
         wall, cpu, predictions = run_macsql(limit, out, server.base_url)
     calls = server.counts() - before
+    # The floor names its agents in the header, as macsql does: the server counts it there.
+    counted_as = "macsql" if side == FLOOR else side
     return {
         "wall_s": wall,
         "cpu_s": cpu,
-        "calls": {agent: n for (s, agent), n in sorted(calls.items()) if s == side},
+        "calls": {agent: n for (s, agent), n in sorted(calls.items()) if s == counted_as},
         "ex": _score(predictions, sys.executable),
         "predictions": sum(1 for _ in predictions.open(encoding="utf-8")),
     }
@@ -296,6 +316,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--limit", type=int, default=100, help="the first N Spider dev questions")
     parser.add_argument("--keep", action="store_true", help="keep the runs' folders")
+    parser.add_argument(
+        "--floor", action="store_true", help="also run floor_graph.py, the libraries' floor"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -308,11 +331,12 @@ def main() -> None:
     print(f"official code: {args.official} (patched copy in {work}); Spider: {SPIDER}")
     for files, pattern, replacement, why in PATCH:
         print(f"  patch {', '.join(files)}: s/{pattern}/{replacement}/ ({why})")
+    sides = (*SIDES, FLOOR) if args.floor else SIDES
     server = Server()
     rows: list[dict[Any, Any]] = []
     try:
         for r in range(args.rounds):
-            order = SIDES if r % 2 == 0 else SIDES[::-1]
+            order = sides if r % 2 == 0 else sides[::-1]
             load_before = _load()
             row: dict[Any, Any] = {}
             for side in order:
@@ -320,20 +344,22 @@ def main() -> None:
                 row[side, args.limit] = one_run(side, args.limit, args, work, server, tmp)
             row["load"] = (load_before, _load())
             rows.append(row)
-            _print_round(r + 1, order, row, args.limit)
+            _print_round(r + 1, order, row, args.limit, sides)
     finally:
         server.close()
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    _print_summary(rows, args.limit)
+    _print_summary(rows, args.limit, sides)
 
 
-def _print_round(number: int, order: tuple[str, ...], row: dict[Any, Any], limit: int) -> None:
+def _print_round(
+    number: int, order: tuple[str, ...], row: dict[Any, Any], limit: int, sides: tuple[str, ...]
+) -> None:
     print(
         f"\nround {number} (order: {' then '.join(order)}; load average before {row['load'][0]}"
         f", after {row['load'][1]})"
     )
-    for side in SIDES:
+    for side in sides:
         full, one = row[side, limit], row[side, 1]
         wall, cpu = _per_q(full, limit)
         net_wall, net_cpu = _net(full, one, limit)
@@ -344,16 +370,17 @@ def _print_round(number: int, order: tuple[str, ...], row: dict[Any, Any], limit
             f"CPU {net_cpu:.1f} ms/q | calls/q {_agent_calls(full) / limit:.2f} "
             f"{full['calls']} | EX {full['ex']:.1f} ({full['predictions']} predictions)"
         )
-    ratios = _ratios(row, limit)
-    print("  ratio macsql/official: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+    for side in sides[1:]:
+        ratios = _ratios(row, limit, side)
+        print(f"  ratio {side}/official: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
 
 
-def _ratios(row: dict[Any, Any], limit: int) -> dict[str, float]:
-    o_full, m_full = row["official", limit], row["macsql", limit]
+def _ratios(row: dict[Any, Any], limit: int, side: str = "macsql") -> dict[str, float]:
+    o_full, m_full = row["official", limit], row[side, limit]
     o_wall, o_cpu = _per_q(o_full, limit)
     m_wall, m_cpu = _per_q(m_full, limit)
     o_nwall, o_ncpu = _net(o_full, row["official", 1], limit)
-    m_nwall, m_ncpu = _net(m_full, row["macsql", 1], limit)
+    m_nwall, m_ncpu = _net(m_full, row[side, 1], limit)
     return {
         "wall": m_wall / o_wall,
         "CPU": m_cpu / o_cpu,
@@ -362,11 +389,11 @@ def _ratios(row: dict[Any, Any], limit: int) -> dict[str, float]:
     }
 
 
-def _print_summary(rows: list[dict[Any, Any]], limit: int) -> None:
+def _print_summary(rows: list[dict[Any, Any]], limit: int, sides: tuple[str, ...]) -> None:
     print(f"\nmedians over {len(rows)} rounds (per question, first {limit} Spider dev questions)")
     print("| | wall ms/q | CPU ms/q | net wall ms/q | net CPU ms/q | calls/q | EX |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for side in SIDES:
+    for side in sides:
         per = [_per_q(r[side, limit], limit) for r in rows]
         net = [_net(r[side, limit], r[side, 1], limit) for r in rows]
         calls = sorted({round(_agent_calls(r[side, limit]) / limit, 2) for r in rows})
@@ -378,18 +405,19 @@ def _print_summary(rows: list[dict[Any, Any]], limit: int) -> None:
             f"| {statistics.median(c for _, c in net):.1f} "
             f"| {', '.join(f'{c:.2f}' for c in calls)} | {', '.join(f'{e:.1f}' for e in ex)} |"
         )
-    ratios = [_ratios(r, limit) for r in rows]
-    print(
-        "median ratio macsql/official (per round: "
-        + "; ".join(", ".join(f"{v:.2f}" for v in r.values()) for r in ratios)
-        + ")"
-    )
-    for key in ratios[0]:
-        values = [r[key] for r in ratios]
+    for side in sides[1:]:
+        ratios = [_ratios(r, limit, side) for r in rows]
         print(
-            f"  {key}: {statistics.median(values):.2f}x (rounds: "
-            f"{', '.join(f'{v:.2f}' for v in values)})"
+            f"median ratio {side}/official (per round: "
+            + "; ".join(", ".join(f"{v:.2f}" for v in r.values()) for r in ratios)
+            + ")"
         )
+        for key in ratios[0]:
+            values = [r[key] for r in ratios]
+            print(
+                f"  {key}: {statistics.median(values):.2f}x (rounds: "
+                f"{', '.join(f'{v:.2f}' for v in values)})"
+            )
 
 
 if __name__ == "__main__":

@@ -24,11 +24,16 @@ question on the first 100 questions. The server runs in its own process, so its 
 counted; the eval's worker processes are (they have ended when their figure is taken).
 
 `eval, fresh process` runs the same command as `python -m macsql.cli.main eval`, imports
-included, once per round at the first concurrency. `--cases` picks some of them.
+included, once per round at the first concurrency. At concurrency 1, `floor, in-process model`
+and `floor, OpenAI client` run `floor_graph.py`'s graph (the same steps on LangGraph and
+langchain-openai with almost no code of its own) through its sync `invoke` with the same
+models: a lower bound of the graph cases for any program on those libraries. `--cases` picks
+some of them.
 
 Then the eval throughput check: 972 Spider dev questions against a server that answers every
 call after 0.2 s, `--concurrency 32`, default settings; the target is a wall time within 1.1x
-the ideal (model calls x 0.2 s / 32).
+the ideal (model calls x 0.2 s / 32). And the same questions through `floor_graph.py`'s graph
+with the OpenAI client, 32 at a time in threads of one process: the libraries' floor for it.
 
 The machine's load average is printed before and after: on a shared machine, compare CPU.
 """
@@ -154,6 +159,17 @@ def _graph_invoke(items: list[dict[str, Any]], context: Any) -> list[dict[str, A
     ]
 
 
+def floor_figures(items: list[dict[str, Any]], graph: Any) -> dict[str, float]:
+    """The floor graph's sync `invoke` on every item, one after another."""
+    figures: dict[str, float] = {}
+    with measured(figures, len(items)):
+        outs = [graph.invoke({"question": i["question"].strip(), "db": _db(i)}) for i in items]
+    gold = {i["question"].strip(): i["query"] for i in items}
+    figures["calls_per_q"] = sum(1 + o["tries"] for o in outs) / len(items)
+    figures["gold_sql_share"] = sum(o["sql"] == gold[o["question"]] for o in outs) / len(items)
+    return figures
+
+
 def graph_figures(
     items: list[dict[str, Any]],
     context: Any,
@@ -263,17 +279,22 @@ def _load() -> str:
 
 
 def overhead(args: argparse.Namespace) -> None:
+    from floor_graph import build_floor_graph, openai_floor_graph
+
     from macsql.core.context import build_context
     from macsql.llm.models import register_chat_model
     from macsql.testing.scripted import ScriptedChatModel
 
     items = questions(args.limit)
     levels = [int(c) for c in args.concurrency.split(",")]
-    register_chat_model(
-        SCRIPTED_IN_PROCESS,
-        ScriptedChatModel(responder=_responder(SPIDER / "dev.json", wrong_half=True)),
+    replies = _responder(SPIDER / "dev.json", wrong_half=True)
+    register_chat_model(SCRIPTED_IN_PROCESS, ScriptedChatModel(responder=replies))
+    floor_in_process = build_floor_graph(
+        ScriptedChatModel(responder=replies["decomposer"]),
+        ScriptedChatModel(responder=replies["refiner"]),
     )
     server, base_url = start_server(0.0, wrong_half=True)
+    floor_client = openai_floor_graph(base_url)
     in_process = build_context(model=SCRIPTED_IN_PROCESS, dataset_style="spider")
     over_http = build_context(
         model="openai:scripted", base_url=base_url, api_key="sk-bench", dataset_style="spider"
@@ -284,6 +305,8 @@ def overhead(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="macsql-bench-overhead-") as tmp:
             work = Path(tmp)
             warm_up(items, [in_process, over_http], base_url, work)
+            for floor_graph in (floor_in_process, floor_client):
+                floor_figures(items[:4], floor_graph)
             for r in range(args.rounds):
                 for c in levels:
                     cases: list[tuple[str, str, Callable[[], dict[str, float]]]] = [
@@ -304,6 +327,10 @@ def overhead(args: argparse.Namespace) -> None:
                     if c == 1:
                         sync = partial(graph_figures, items, in_process, 1, sync=True)
                         cases.insert(2, ("sync", "graph.invoke, in-process model", sync))
+                        floor = partial(floor_figures, items, floor_in_process)
+                        cases.insert(3, ("floor", "floor, in-process model", floor))
+                        floor_http = partial(floor_figures, items, floor_client)
+                        cases.insert(5, ("floorclient", "floor, OpenAI client", floor_http))
                     if c == levels[0]:
                         fresh = partial(fresh_eval_figures, len(items), c, base_url, work)
                         cases.append(("fresh", "eval, fresh process", fresh))
@@ -359,6 +386,39 @@ def throughput() -> None:
         f"{ratio}x ({verdict} the {THROUGHPUT_TARGET}x target); CPU {figures['cpu_ms_per_item']} "
         f"ms per question; EX {figures['ex']}, {figures['failed']} failed; {_load()}"
     )
+    floor_throughput(int(figures["items"]))
+
+
+def floor_throughput(limit: int) -> None:
+    """The same check for `floor_graph.py`'s graph with the OpenAI client, 32 questions at a
+    time in threads of this process, nothing else (no eval, no scoring): the libraries'
+    floor for the throughput target."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from floor_graph import openai_floor_graph
+
+    items = questions(limit)
+    server, base_url = start_server(0.2)
+    graph = openai_floor_graph(base_url)
+
+    def answer(item: dict[str, Any]) -> dict[str, Any]:
+        return graph.invoke({"question": item["question"].strip(), "db": _db(item)})
+
+    try:
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(answer, items[:64]))  # warm: connections, clients
+            started, cpu = time.perf_counter(), time.process_time()
+            outs = list(pool.map(answer, items))
+            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        stop_server(server)
+    calls = sum(1 + o["tries"] for o in outs)
+    ideal = calls * 0.2 / 32
+    print(
+        f"floor throughput: {len(items)} questions, {calls} calls, 32 at a time, 0.2 s per "
+        f"call: wall {wall:.2f} s vs ideal {ideal:.2f} s: {wall / ideal:.3f}x; CPU "
+        f"{1000 * cpu / len(items):.1f} ms per question; {_load()}"
+    )
 
 
 def main() -> None:
@@ -368,11 +428,12 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,32", help="comma-separated levels")
     parser.add_argument(
         "--cases",
-        default="graph,ainvoke,sync,client,eval,fresh",
+        default="graph,ainvoke,sync,floor,client,floorclient,eval,fresh",
         help="which to run: graph (in-process model, as the eval runs it), ainvoke (the same "
         "through the async API), sync (the sync invoke in this thread, at concurrency 1 only), "
-        "client (OpenAI client), eval, fresh (the eval in a fresh process, at the first "
-        "concurrency only)",
+        "floor (floor_graph.py's graph, in-process model, concurrency 1 only), client (OpenAI "
+        "client), floorclient (the floor graph with the OpenAI client, concurrency 1 only), "
+        "eval, fresh (the eval in a fresh process, at the first concurrency only)",
     )
     parser.add_argument("--json", default=None, help="also write every run's figures here")
     parser.add_argument("--no-throughput", action="store_true")

@@ -18,6 +18,10 @@ database (one model call per run, no Selector).
   compiled graph in this process with the same model: the difference of the p50s is what the
   server adds to a run.
 
+- Engine floor (`--floor`): the same one-at-a-time measurement for a graph of one node that
+  answers at once (`floor_graph.py`'s `noop_graph`, served beside macsql's graphs by
+  `floor_serve.py`): what the engine adds to a run of any graph, whatever the graph does.
+
 The server, its PostgreSQL, the model and this client share the machine's cores: the load
 average before and after each measurement is printed, since other work on the machine moves
 the figures.
@@ -89,9 +93,19 @@ def group_cpu_seconds(group: int) -> float:
     return total
 
 
+FLOOR_LAUNCHER = (sys.executable, str(Path(__file__).resolve().with_name("floor_serve.py")))
+
+
 @contextmanager
-def macsql_server(database_url: str, workers: int, log: Path) -> Iterator[tuple[str, int]]:
-    server = ServerProcess(database_url, log, args=("--workers", str(workers)))
+def macsql_server(
+    database_url: str, workers: int, log: Path, floor: bool = False
+) -> Iterator[tuple[str, int]]:
+    args = ("--workers", str(workers))
+    server = (
+        ServerProcess(database_url, log, args=args, launcher=FLOOR_LAUNCHER)
+        if floor
+        else ServerProcess(database_url, log, args=args)
+    )
     try:
         server.start().wait_ready()
     except ServerStartError as exc:
@@ -117,9 +131,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def through_server(
-    url: str, db: str, base_url: str, runs: int, in_flight: int
+    url: str, db: str, base_url: str, runs: int, in_flight: int, graph_id: str = "macsql"
 ) -> tuple[float, list[float]]:
-    """Wall time and per-run latencies of `runs` runs, `in_flight` at a time."""
+    """Wall time and per-run latencies of `runs` runs of `graph_id`, `in_flight` at a time."""
     from macsql.serving.client import ServerRuns
 
     client = ServerRuns([url], concurrency=in_flight, retries=0)
@@ -130,7 +144,7 @@ async def through_server(
     async def one() -> None:
         async with slots:
             started = time.perf_counter()
-            outcome = await client.run("macsql", {"question": QUESTION, "db": db}, context)
+            outcome = await client.run(graph_id, {"question": QUESTION, "db": db}, context)
             latencies.append(time.perf_counter() - started)
         if outcome.output.get("status") != "ok":
             raise SystemExit(f"a run failed: {outcome.output.get('error')}")
@@ -162,6 +176,46 @@ async def in_process(db: str, base_url: str, runs: int) -> tuple[list[float], fl
     return latencies, (time.process_time() - cpu_started) / runs
 
 
+async def floor_in_process(runs: int) -> list[float]:
+    """Latencies of `runs` runs of the no-op graph one at a time in this process."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from floor_graph import noop_graph
+
+    latencies = []
+    for _ in range(runs + 1):
+        started = time.perf_counter()
+        await noop_graph.ainvoke({"question": QUESTION})
+        latencies.append(time.perf_counter() - started)
+    return latencies[1:]  # the first one warms
+
+
+def engine_floor(database_url: str, db: str, base_url: str, runs: int, log: Path) -> None:
+    """What the engine adds to a run of a graph that does nothing: one worker, one at a time."""
+    with (
+        server_database(database_url) as fresh_url,
+        macsql_server(fresh_url, 1, log, floor=True) as (url, group),
+    ):
+        asyncio.run(through_server(url, db, base_url, 20, 1, graph_id="floor"))  # warm
+        before = _load()
+        cpu_before = group_cpu_seconds(group)
+        work_before = database_work(fresh_url)
+        _, served = asyncio.run(through_server(url, db, base_url, runs, 1, graph_id="floor"))
+        server_cpu = (group_cpu_seconds(group) - cpu_before) / runs
+        work = [(a - b) / runs for a, b in zip(database_work(fresh_url), work_before, strict=True)]
+    local = asyncio.run(floor_in_process(runs))
+    p50_served, p50_local = statistics.median(served) * 1000, statistics.median(local) * 1000
+    print(
+        f"engine floor, one no-op node, one at a time, {runs} runs: through the server p50 "
+        f"{p50_served:.1f} ms p99 {_percentile(served, 0.99) * 1000:.1f} ms, in-process p50 "
+        f"{p50_local:.2f} ms: the engine adds {p50_served - p50_local:.1f} ms per run "
+        f"({before} -> {_load()})"
+    )
+    print(
+        f"engine floor CPU per run: the server process {server_cpu * 1000:.1f} ms; its database "
+        f"per run: {work[0]:.1f} transactions, {work[1]:.1f} rows inserted"
+    )
+
+
 def database_work(database_url: str) -> tuple[int, int]:
     """Transactions committed and rows inserted so far in the server's database."""
     import psycopg
@@ -189,6 +243,9 @@ def main() -> None:
     parser.add_argument("--per-worker", type=int, default=4)
     parser.add_argument("--sequential", type=int, default=40)
     parser.add_argument("--database-url", default=os.environ.get("MACSQL_PG_URL"))
+    parser.add_argument(
+        "--floor", action="store_true", help="also measure the engine's floor (a no-op graph)"
+    )
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_model:
@@ -265,6 +322,8 @@ def main() -> None:
                         f"the server's database per run: {work[0]:.1f} transactions (the "
                         f"statistics' own reads among them), {work[1]:.1f} rows inserted"
                     )
+        if args.floor:
+            engine_floor(args.database_url, db, base_url, args.sequential or 40, logs / "floor.log")
     if 1 in rates:
         for workers, rate in rates.items():
             if workers != 1:

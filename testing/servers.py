@@ -88,12 +88,15 @@ class ServerProcess:
         port: int | None = None,
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        launcher: tuple[str, ...] = (sys.executable, "-m", "macsql.cli.main"),
     ) -> None:
         self.database_url = database_url
         self.log = log
         self.port = port or free_port()
         self.args = args
         self.extra_env = env or {}
+        # What runs `serve ...`: the CLI, or a benchmark's wrapper around it.
+        self.launcher = launcher
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -108,9 +111,7 @@ class ServerProcess:
         }
         env.update(QUIET_ENV, **self.extra_env)
         command = [
-            sys.executable,
-            "-m",
-            "macsql.cli.main",
+            *self.launcher,
             "serve",
             "--database-url",
             self.database_url,
