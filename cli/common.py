@@ -17,6 +17,7 @@ from macsql.cli.exit_codes import (  # noqa: F401  (re-exported)
     EXIT_USAGE,
     UsageError,
 )
+from macsql.cli.numbers import number_in
 from macsql.core.context import Agent, Context, ContextError, build_context, check_field
 from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseNotFoundError, check_database, resolve_database
@@ -38,13 +39,13 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", default=None, help="API key; default OPENAI_API_KEY")
     parser.add_argument(
         "--max-tries",
-        type=int,
+        type=number_in(int, 1),
         default=None,
         help="most SQL executions in the refine loop (default 3)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=number_in(float, 0, above=True),
         default=None,
         help="seconds before a SQL query is interrupted (default 30)",
     )

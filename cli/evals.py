@@ -12,7 +12,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from macsql.cli.common import (
     EXIT_FAILED,
@@ -26,6 +25,7 @@ from macsql.cli.common import (
     parse_context_fields,
     warn_if_privileged,
 )
+from macsql.cli.numbers import number_in
 from macsql.core.context import ContextError
 from macsql.evals.datasets import (
     BIRD_LEVELS,
@@ -84,26 +84,10 @@ def _add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _number(kind: type[int] | type[float], minimum: float, *, strict: bool = False) -> Any:
-    """An argparse type for a number in range: out of range is exit 2 at parse time, as for a
-    word that is not a number. Unchecked, `--limit -3` sliced off the last three questions,
-    `--limit 0` ran them all, and `--timeout 0` skipped every question as a gold error."""
-
-    def parse(text: str) -> int | float:
-        value = kind(text)
-        if value < minimum or (strict and value == minimum):
-            bound = f"more than {minimum:g}" if strict else f"at least {minimum:g}"
-            raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
-        return value
-
-    parse.__name__ = kind.__name__  # argparse names the type in its "invalid int value" message
-    return parse
-
-
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
-        type=_number(float, 0, strict=True),
+        type=number_in(float, 0, above=True),
         default=None,
         help="seconds per scoring query, really interrupted (official: Spider 60, BIRD 30)",
     )
@@ -114,7 +98,7 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ves-iterations",
-        type=_number(int, 0),
+        type=number_in(int, 0),
         default=OFFICIAL_ITERATIONS,
         help="BIRD: runs per query for VES/R-VES (official 100; 0 = no VES)",
     )
@@ -135,7 +119,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--limit",
-        type=_number(int, 1),
+        type=number_in(int, 1),
         default=None,
         help="only the first N questions (SParC, CoSQL: the first N interactions)",
     )
@@ -153,14 +137,14 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--concurrency",
-        type=int,
+        type=number_in(int, 1),
         default=8,
         help="model requests in flight at most; a few more items are in progress, so that SQL "
         "execution and scoring overlap the model's latency (8)",
     )
     parser.add_argument(
         "--processes",
-        type=int,
+        type=number_in(int, 1),
         default=default_processes(),
         help="processes sharing the items and the concurrency; the pipelines are Python-bound "
         f"between model calls, so one per core, up to 2 (here {default_processes()})",
@@ -182,13 +166,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--server-retries",
-        type=int,
+        type=number_in(int, 0),
         default=3,
         help="runs again of an item whose run was lost with its server (3)",
     )
     parser.add_argument(
         "--stop-after-failures",
-        type=int,
+        type=number_in(int, 0),
         default=STOP_AFTER_MODEL_FAILURES,
         metavar="N",
         help="stop after N items in a row whose model call failed (a server down, a bad key); "
@@ -205,7 +189,10 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL")
     parser.add_argument("--api-key", default=None)
     parser.add_argument(
-        "--max-tries", type=int, default=None, help="MAC-SQL maxTryTimes (SQL executions per item)"
+        "--max-tries",
+        type=number_in(int, 1),
+        default=None,
+        help="MAC-SQL maxTryTimes (SQL executions per item)",
     )
     parser.add_argument(
         "--cache", default=None, metavar="FILE", help="cache model calls in this SQLite file"
@@ -213,7 +200,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     add_context_fields_argument(parser)
     parser.add_argument(
         "--item-timeout",
-        type=_number(float, 0),
+        type=number_in(float, 0),
         default=900.0,
         help="seconds one item may take before it is recorded as failed (0: no limit)",
     )
@@ -239,7 +226,7 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the summary and per-item verdicts as JSON"
     )
-    parser.add_argument("--workers", type=int, default=4, help="scoring threads (4)")
+    parser.add_argument("--workers", type=number_in(int, 1), default=4, help="scoring threads (4)")
     parser.add_argument(
         "--partial",
         action="store_true",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from macsql.cli.numbers import number_in
 from macsql.core.context import Agent
 from macsql.evals.eval_sets import EvaluationDataError
 from macsql.evals.sft_export import ExportError, ExportOptions, export_sft
@@ -41,7 +42,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--split-by-db",
-        type=float,
+        type=number_in(float, 0, 1, below=True),
         default=0.0,
         metavar="SHARE",
         help="validation: whole databases holding this share of the run's items (FILE's .val "
@@ -54,7 +55,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         help="drop samples identical to an earlier one (default)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seeds the validation databases and --agent-ratio"
+        "--seed",
+        type=number_in(int, 0),
+        default=0,
+        help="seeds the validation databases and --agent-ratio",
     )
     parser.add_argument(
         "--data-dir", default=None, help="the dataset's folder, if it moved since the run"
@@ -76,7 +80,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-tokens",
-        type=int,
+        type=number_in(int, 1),
         default=None,
         metavar="N",
         help="drop (and count) samples longer than N tokens; MAC-SQL's authors dropped 5,000 "

@@ -8,6 +8,7 @@ import os
 import sys
 
 from macsql.cli.exit_codes import EXIT_OK, EXIT_USAGE
+from macsql.cli.numbers import number_in
 
 DATABASE_ENV = ("MACSQL_SERVER_DB_URL", "DATABASE_URL")
 
@@ -23,9 +24,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         f"default ${DATABASE_ENV[0]}, then ${DATABASE_ENV[1]})",
     )
     parser.add_argument("--host", default=defaults.host, help="address to bind (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"({DEFAULT_PORT})")
     parser.add_argument(
-        "--workers", type=int, default=defaults.workers, help="worker processes on the port (1)"
+        "--port", type=number_in(int, 1, 65535), default=DEFAULT_PORT, help=f"({DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--workers",
+        type=number_in(int, 1),
+        default=defaults.workers,
+        help="worker processes on the port (1)",
     )
     parser.add_argument(
         "--auth",
@@ -41,14 +47,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--db-pool",
-        type=int,
+        type=number_in(int, 1),
         default=defaults.db_pool,
         help="database connections per worker for requests; a client joining a run holds one "
         f"for the run's length, so at least the runs in flight per worker ({defaults.db_pool})",
     )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=number_in(int, 1),
         default=defaults.threads,
         help=f"threads per worker for the graphs' nodes ({defaults.threads})",
     )

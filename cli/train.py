@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from macsql.cli.numbers import number_in
 from macsql.evals.sft_train import TrainError, TrainOptions, train
 
 
@@ -19,23 +20,30 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="auto|alpaca|model|FILE",
         help="auto: the base model's own, else the Alpaca-style one (default)",
     )
-    parser.add_argument("--epochs", type=float, default=1.0)
-    parser.add_argument("--max-steps", type=int, default=-1, help="stop after N steps")
-    parser.add_argument("--learning-rate", type=float, default=2e-4)
-    parser.add_argument("--batch-size", type=int, default=1)
-    parser.add_argument("--grad-accum", type=int, default=1)
+    parser.add_argument("--epochs", type=number_in(float, 0, above=True), default=1.0)
+    parser.add_argument(
+        "--max-steps",
+        type=number_in(int, 1, also=(-1,)),
+        default=-1,
+        help="stop after N steps (-1: as many as --epochs make)",
+    )
+    parser.add_argument("--learning-rate", type=number_in(float, 0, above=True), default=2e-4)
+    parser.add_argument("--batch-size", type=number_in(int, 1), default=1)
+    parser.add_argument("--grad-accum", type=number_in(int, 1), default=1)
     parser.add_argument(
         "--max-length",
-        type=int,
+        type=number_in(int, 16),
         default=4096,
         help="drop (never cut) samples longer than this many tokens, template included",
     )
-    parser.add_argument("--lora-r", type=int, default=16)
-    parser.add_argument("--lora-alpha", type=int, default=32)
-    parser.add_argument("--lora-dropout", type=float, default=0.05)
+    parser.add_argument("--lora-r", type=number_in(int, 1), default=16)
+    parser.add_argument("--lora-alpha", type=number_in(int, 1), default=32)
+    parser.add_argument("--lora-dropout", type=number_in(float, 0, 1, below=True), default=0.05)
     parser.add_argument("--target-modules", default="all-linear")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N samples")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--limit", type=number_in(int, 1), default=None, help="only the first N samples"
+    )
+    parser.add_argument("--seed", type=number_in(int, 0), default=0)
     parser.add_argument(
         "--bf16",
         action=argparse.BooleanOptionalAction,
