@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
 
 
 class NumberInRange:
@@ -53,14 +52,5 @@ class NumberInRange:
         return value
 
 
-def number_in(
-    kind: type[int] | type[float],
-    minimum: float,
-    maximum: float | None = None,
-    *,
-    above: bool = False,
-    below: bool = False,
-    also: tuple[int | float, ...] = (),
-) -> Callable[[str], int | float]:
-    """The argparse type of a numeric option in range (see `NumberInRange`)."""
-    return NumberInRange(kind, minimum, maximum, above=above, below=below, also=also)
+# The name the parsers use: `type=number_in(int, 1)`.
+number_in = NumberInRange

@@ -13,14 +13,16 @@ from macsql.cli.main import build_parser
 from macsql.cli.numbers import NumberInRange, number_in
 
 
+def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no subcommands")
+
+
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
     """Each subcommand's parser, with all of its options added."""
-    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    parsers = {}
-    for name in commands:
-        sub = build_parser(name)._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-        parsers[name] = sub[name]
-    return parsers
+    return {name: _choices(build_parser(name))[name] for name in _choices(build_parser())}
 
 
 SUBCOMMANDS = _subcommands()
