@@ -35,7 +35,8 @@ Layout = Callable[[Messages, Metadata | None], dict[str, Any]]
 _SHAREGPT_ROLES = {"system": "system", "user": "human", "assistant": "gpt"}
 
 
-def _text(message: dict[str, Any]) -> str:
+def message_text(message: dict[str, Any]) -> str:
+    """A message's text, its content a string or a list of content blocks."""
     content = message.get("content")
     if isinstance(content, list):  # content blocks
         return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
@@ -44,7 +45,7 @@ def _text(message: dict[str, Any]) -> str:
 
 def _weighted(messages: Messages) -> Messages:
     """role/content messages; assistant turns before the last carry weight 0."""
-    out: Messages = [{"role": m["role"], "content": _text(m)} for m in messages]
+    out: Messages = [{"role": m["role"], "content": message_text(m)} for m in messages]
     for message in out[:-1]:
         if message["role"] == "assistant":
             message["weight"] = 0
@@ -62,21 +63,26 @@ def openai(messages: Messages, metadata: Metadata | None = None) -> dict[str, An
 def sharegpt(messages: Messages, metadata: Metadata | None = None) -> dict[str, Any]:
     return {
         "conversations": [
-            {"from": _SHAREGPT_ROLES.get(m["role"], m["role"]), "value": _text(m)} for m in messages
+            {"from": _SHAREGPT_ROLES.get(m["role"], m["role"]), "value": message_text(m)}
+            for m in messages
         ],
         **_meta(metadata),
     }
 
 
 def alpaca(messages: Messages, metadata: Metadata | None = None) -> dict[str, Any]:
-    system = "\n\n".join(_text(m) for m in messages if m["role"] == "system")
+    system = "\n\n".join(message_text(m) for m in messages if m["role"] == "system")
     turns = [m for m in messages if m["role"] != "system"]
     *earlier, prompt, reply = turns
-    sample: dict[str, Any] = {"instruction": _text(prompt), "input": "", "output": _text(reply)}
+    sample: dict[str, Any] = {
+        "instruction": message_text(prompt),
+        "input": "",
+        "output": message_text(reply),
+    }
     if system:
         sample["system"] = system
     history = [
-        [_text(earlier[i]), _text(earlier[i + 1])]
+        [message_text(earlier[i]), message_text(earlier[i + 1])]
         for i in range(0, len(earlier) - 1, 2)
         if earlier[i]["role"] == "user" and earlier[i + 1]["role"] == "assistant"
     ]
@@ -86,7 +92,7 @@ def alpaca(messages: Messages, metadata: Metadata | None = None) -> dict[str, An
 
 
 def prompt_completion(messages: Messages, metadata: Metadata | None = None) -> dict[str, Any]:
-    plain = [{"role": m["role"], "content": _text(m)} for m in messages]
+    plain = [{"role": m["role"], "content": message_text(m)} for m in messages]
     return {"prompt": plain[:-1], "completion": plain[-1:], **_meta(metadata)}
 
 

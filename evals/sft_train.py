@@ -1,10 +1,12 @@
 """``macsql train``: fine-tune a causal LM on an export, SQL-Llama's recipe with a LoRA adapter.
 
-TRL's SFTTrainer with a PEFT LoRA adapter, on the export's ``prompt-completion`` lines (``chat``
-and ``openai`` lines are split the same way: every message but the last is the prompt, the last
-is the completion). The loss is on the completion only: TRL masks the prompt of
-prompt-completion data, and this module checks, before the first step, that no prompt token of
-any sample carries loss (it stops with an error otherwise). Earlier assistant turns are prompt.
+TRL's SFTTrainer with a PEFT LoRA adapter, on a file of any layout the export writes
+(``prompt-completion``, ``chat``, ``openai``, ``sharegpt``, ``alpaca``; see
+`macsql.evals.sft_lines`) or TRL's standard prompt/completion strings: every message but the
+last is the prompt, the last is the completion. The loss is on the completion only: TRL masks
+the prompt of prompt-completion data, and this module checks, before the first step, that no
+prompt token of any sample carries loss (it stops with an error otherwise). Earlier assistant
+turns are prompt.
 
 One chat template for training and serving: the base model's own when it has one, else the
 Alpaca-style template of `chat_template` (CodeLlama-7b-hf, the paper's base model, has none). It
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from macsql.evals.chat_template import ALPACA_CHAT_TEMPLATE
+from macsql.evals.sft_lines import LineLayoutError, line_messages
 
 SUMMARY_FILE = "macsql-train.json"
 TEMPLATE_FILE = "chat_template.jinja"
@@ -78,27 +81,16 @@ class TrainResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _split(line: dict[str, Any], where: str) -> dict[str, Any]:
-    """A line of any conversational export layout as TRL's prompt/completion example."""
-    if isinstance(line.get("prompt"), list) and isinstance(line.get("completion"), list):
-        prompt, completion = line["prompt"], line["completion"]
-    elif isinstance(line.get("messages"), list) and len(line["messages"]) >= 2:
-        prompt, completion = line["messages"][:-1], line["messages"][-1:]
-    else:
-        raise TrainError(
-            f"{where}: not a prompt-completion or messages line (export with --format "
-            "prompt-completion)"
-        )
-    messages = [*prompt, *completion]
-    if not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages):
-        raise TrainError(f"{where}: every message needs a role and a content")
-    if len(completion) != 1 or completion[0]["role"] != "assistant":
-        raise TrainError(f"{where}: the completion must be one assistant message")
-
-    def plain(ms: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
-        return [{"role": str(m["role"]), "content": str(m["content"] or "")} for m in ms]
-
-    return {"prompt": plain(prompt), "completion": plain(completion)}
+def _split(line: Any, where: str) -> dict[str, Any]:
+    """A line of any layout as TRL's prompt/completion example: every message but the last is
+    the prompt, the last (an assistant's) the completion."""
+    try:
+        messages = line_messages(line)
+    except LineLayoutError as exc:
+        raise TrainError(f"{where}: {exc}") from None
+    if len(messages) < 2 or messages[-1]["role"] != "assistant":
+        raise TrainError(f"{where}: the last message must be the assistant's reply, after a prompt")
+    return {"prompt": messages[:-1], "completion": messages[-1:]}
 
 
 def read_examples(path: Path, limit: int | None = None) -> list[dict[str, Any]]:

@@ -182,7 +182,7 @@ def test_train_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[st
         code = main(["train", str(data), "--base-model", "x", "--out", str(tmp_path / "o")])
         err = capsys.readouterr().err
         assert code == 2 and err.startswith("macsql: error:") and "Traceback" not in err
-    assert "not a prompt-completion or messages line" in err
+    assert "bad.jsonl:1: no prompt/completion, messages, conversations (ShareGPT)" in err
 
 
 def test_the_student_is_served_back_per_agent(tmp_path: Path) -> None:
