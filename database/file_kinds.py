@@ -28,6 +28,8 @@ def file_kind(path: Path) -> FileKind:
             head = handle.read(16)
     except OSError:
         return "sqlite"  # SQLite's own open reports what is wrong
+    if not head and path.name.lower().endswith(CSV_SUFFIXES):
+        return "csv"  # so that loading it says it is empty
     if head.startswith(SQLITE_HEADER) or not head:
         return "sqlite"  # an empty file is an empty SQLite database
     if head[8:12] == DUCKDB_MAGIC:

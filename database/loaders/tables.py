@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from macsql.database.file_kinds import file_kind
+from macsql.database.loaders.csv_text import csv_encoding, utf8_copy
 from macsql.database.loaders.plan import LoaderError
 
 TableSource = Any
@@ -48,7 +49,7 @@ def named_sources(db: TableSource | Mapping[str, TableSource]) -> dict[str, Tabl
     return {table_name(Path(db).name): db}
 
 
-def _create(duck: Any, name: str, source: TableSource) -> None:
+def _create(duck: Any, name: str, source: TableSource, scratch: Path) -> None:
     table = '"' + name.replace('"', '""') + '"'
     if _is_dataframe(source):
         duck.register("macsql_frame", source)
@@ -64,6 +65,12 @@ def _create(duck: Any, name: str, source: TableSource) -> None:
     reader = "read_parquet" if kind == "parquet" else "read_csv_auto"
     if kind not in ("csv", "parquet"):
         raise LoaderError(f"{path} is neither a CSV nor a Parquet file")
+    if kind == "csv":
+        if path.stat().st_size == 0:
+            raise LoaderError(f"{path} is empty: a CSV file needs at least its header line")
+        encoding = csv_encoding(path)
+        if encoding != "utf-8":  # DuckDB reads UTF-8 only
+            path = utf8_copy(path, encoding, scratch.with_name(f"{scratch.name}.{name}.csv"))
     duck.execute(f"CREATE TABLE {table} AS SELECT * FROM {reader}(?)", [str(path)])
 
 
@@ -83,16 +90,18 @@ def load_tables(db: TableSource | Mapping[str, TableSource], target: str | Path)
         duck = duckdb.connect(str(partial))
         try:
             for name, source in named_sources(db).items():
-                _create(duck, name, source)
+                _create(duck, name, source, partial)
             duck.execute("CHECKPOINT")
         finally:
             duck.close()
         os.replace(partial, target)
     except duckdb.Error as exc:
-        raise LoaderError(f"cannot load {db!s:.80} into DuckDB: {exc}") from exc
+        # DuckDB's CSV errors run to a dozen lines (the line, guesses, options): the first says it
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LoaderError(f"cannot load {db!s:.80} into DuckDB: {first}") from exc
     finally:
-        partial.unlink(missing_ok=True)
-        partial.with_name(partial.name + ".wal").unlink(missing_ok=True)
+        for leftover in partial.parent.glob(f"{partial.name}*"):
+            leftover.unlink(missing_ok=True)
     return target
 
 
