@@ -53,6 +53,7 @@ from macsql.database.connection import (
     statement_engine,
 )
 from macsql.database.connection_errors import DatabaseUnavailableError
+from macsql.database.guard_functions import SQLITE_TABLE_FUNCTIONS
 from macsql.database.guard_verdicts import GuardKind, GuardVerdict
 from macsql.database.result_budget import ByteBudget, ResultTooLarge, too_large_message
 from macsql.database.watchdog import WATCHDOG
@@ -385,6 +386,18 @@ Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int
 
 
 _INSTALLED_AUTHORIZER = "macsql_authorizer"
+_TABLE_FUNCTIONS_READY = "macsql_table_functions"
+
+
+def _connect_table_functions(raw: sqlite3.Connection) -> None:
+    """Declare the allowed table-valued functions (`json_each`, ...) on this connection, with
+    no authorizer: SQLite declares each on its first use, which the authorizer would deny as a
+    write to sqlite_master ("vtable constructor failed"). Declared, they stay for the
+    connection's life. One that this SQLite lacks stays missing, and a query using it fails
+    with SQLite's own "no such table"."""
+    for name in SQLITE_TABLE_FUNCTIONS:
+        with contextlib.suppress(sqlite3.Error):
+            raw.execute(f"SELECT * FROM {name}('[]') LIMIT 0").fetchall()
 
 
 def _run_sqlite(
@@ -406,6 +419,9 @@ def _run_sqlite(
         # authorizer changes either (`connection.statement_engine`).
         raw.set_authorizer(None)
         raw.execute("PRAGMA query_only = ON")
+        if not info.get(_TABLE_FUNCTIONS_READY):
+            _connect_table_functions(raw)
+            info[_TABLE_FUNCTIONS_READY] = True
         raw.set_authorizer(authorizer)
         info[_INSTALLED_AUTHORIZER] = authorizer
     # The watchdog interrupts from outside: one VM step can outlast any progress-handler tick.

@@ -77,6 +77,11 @@ _COMMON = _names(
     """
 )
 
+# SQLite's table-valued functions on the list below: eponymous virtual tables, which SQLite
+# declares on a connection's first use of each, and which its authorizer sees as writes to
+# sqlite_master then. Statement connections use each once before their authorizer is set.
+SQLITE_TABLE_FUNCTIONS = ("json_each", "json_tree", "jsonb_each", "jsonb_tree")
+
 # SQLite 3.40 to 3.47: every built-in that only computes a value (checked against
 # `pragma_function_list`), plus the JSON table-valued functions.
 _SQLITE = _names(
