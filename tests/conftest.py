@@ -21,6 +21,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -338,6 +339,18 @@ def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach a real model, whatever the developer's shell exports."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def concert(tmp_path: Path) -> Iterator[Any]:
+    """A copy of the concert database of this test's own, opened (a `DatabaseRef`); its
+    engines are dropped after the test."""
+    from macsql.database.connection import forget_database, resolve_database
+
+    path = tmp_path / "concert_singer.sqlite"
+    shutil.copyfile(concert_db(), path)
+    yield resolve_database(str(path))
+    forget_database(str(path))
 
 
 @pytest.fixture

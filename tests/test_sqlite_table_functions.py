@@ -7,29 +7,14 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import pytest
-from conftest import concert_db
-
 from macsql.database import relation_inventory
-from macsql.database.connection import DatabaseRef, forget_database, resolve_database
+from macsql.database.connection import DatabaseRef
 from macsql.database.execution import Outcome, execute_sql
 from macsql.database.guard import GuardVerdict
-
-
-@pytest.fixture
-def concert(tmp_path: Path) -> Iterator[DatabaseRef]:
-    path = tmp_path / "concert_singer.sqlite"
-    shutil.copyfile(concert_db(), path)
-    ref = resolve_database(str(path))
-    yield ref
-    forget_database(str(path))
 
 
 def _value(rng: random.Random, depth: int = 0) -> Any:

@@ -6,10 +6,7 @@ many columns a statement returns, so it is prepared once, not also in a probe.""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -19,7 +16,6 @@ from conftest import concert_db
 from macsql.database import execution, relation_inventory
 from macsql.database.connection import (
     DatabaseRef,
-    forget_database,
     get_engine,
     resolve_database,
     statement_engine,
@@ -28,15 +24,6 @@ from macsql.database.execution import Outcome, execute_sql, sqlite_authorizer
 from macsql.database.guard import GuardVerdict, check_statement
 
 SQL = "SELECT name, age FROM singer WHERE age > 30 ORDER BY age"
-
-
-@pytest.fixture
-def concert(tmp_path: Path) -> Iterator[DatabaseRef]:
-    path = tmp_path / "concert_singer.sqlite"
-    shutil.copyfile(concert_db(), path)
-    ref = resolve_database(str(path))
-    yield ref
-    forget_database(str(path))
 
 
 def counting_authorizer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
