@@ -34,6 +34,7 @@ from macsql.prompts.error_privacy import scrub_values
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.results import ran, render_result
 from macsql.replies.agents import WrittenSql, field_text, write_sql
+from macsql.replies.fields import read_choice
 from macsql.replies.reader import extract_json_object
 from macsql.replies.schemas import RepairAnswer
 
@@ -90,12 +91,9 @@ def format_failures(failures: list[RepairFailure]) -> str:
 
 def parse_choice(written: WrittenSql, candidates: list[Candidate]) -> tuple[str | None, int, str]:
     """(SQL, chosen candidate number or 0 for an own fix, explanation) from the reply."""
-    found = written.structured or extract_json_object(written.text, ("choice",)) or {}
+    found = written.structured or extract_json_object(written.text, ("explanation",)) or {}
     explanation = field_text(found, "explanation")
-    try:
-        choice = int(field_text(found, "choice") or 0)
-    except (TypeError, ValueError):
-        choice = 0
+    choice = read_choice(written.text, written.structured) or 0
     if 1 <= choice <= len(candidates):
         return candidates[choice - 1]["sql"], choice, explanation
     return written.sql, 0, explanation
