@@ -44,6 +44,7 @@ _QUOTES = "\"'“”‘’「」『』«»"
 _REFUSAL = re.compile(
     r"^(?:sorry|i'm sorry|i am sorry|i can(?:no|')t|unable|as an ai|抱歉|对不起)", re.I
 )
+_NOT_GIVEN = re.compile(r"^(?:n/?a|none|null|nil|not applicable|[-—–]+)[.!]?$", re.I)
 _SQL_START = re.compile(r"^\s*(?:select|with)\s", re.I)
 
 
@@ -265,8 +266,15 @@ def _json_builds(found: dict[str, Any]) -> bool:
 
 def _clean(text: str) -> str | None:
     """The question without markdown and quotes around it; None for SQL, an apology, the
-    prompt's placeholder echoed (`<the standalone question>`), or nothing at all."""
+    prompt's placeholder echoed (`<the standalone question>`), a mark that none is given
+    (`N/A`), or nothing at all."""
     value = _plain(text).strip().strip(_QUOTES).strip()
-    if not value or _SQL_START.match(value) or _REFUSAL.match(value) or is_placeholder(value):
+    if (
+        not value
+        or _SQL_START.match(value)
+        or _REFUSAL.match(value)
+        or is_placeholder(value)
+        or _NOT_GIVEN.match(value)
+    ):
         return None
     return value

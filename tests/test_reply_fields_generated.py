@@ -346,6 +346,7 @@ def test_a_label_is_taken_off_a_list_item_only_when_it_names_the_list() -> None:
         ("For each country, list the singers.", "For each country, list the singers."),
         ("Here you go: Which concerts took place in 2015?", "Which concerts took place in 2015?"),
         ("Do you mean singers or bands?", None),
+        ("Rewritten question: N/A", None),
     ],
 )  # fmt: skip
 def test_a_line_no_label_calls_the_question_must_ask(reply: str, question: str | None) -> None:
