@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from macsql.llm.reasoning import split_reasoning
+from macsql.replies.fields import is_placeholder
 from macsql.replies.markup import field_lines, structure_text
 from macsql.replies.reader import extract_json_object
 
@@ -43,6 +44,7 @@ _QUOTES = "\"'“”‘’「」『』«»"
 _REFUSAL = re.compile(
     r"^(?:sorry|i'm sorry|i am sorry|i can(?:no|')t|unable|as an ai|抱歉|对不起)", re.I
 )
+_NOT_GIVEN = re.compile(r"^(?:n/?a|none|null|nil|not applicable|[-—–]+)[.!]?$", re.I)
 _SQL_START = re.compile(r"^\s*(?:select|with)\s", re.I)
 
 
@@ -63,7 +65,8 @@ def read_rewrite(reply: str) -> Rewrite:
         question = _json_question(found)
         if question is not None:
             return Rewrite(_clean(question), _json_builds(found))
-    lines = [_plain(line) for line in field_lines(answer, _is_field_name).splitlines()]
+    raw_lines = field_lines(answer, _is_field_name).splitlines()
+    lines = [_plain(line) for line in raw_lines]
     labelled: list[tuple[str, str, int]] = []  # (label, value, line index)
     for index, line in enumerate(lines):
         match = _field(structure_text(line))
@@ -71,10 +74,17 @@ def read_rewrite(reply: str) -> Rewrite:
             label, value = match.group("label"), line[match.start("value") :].strip()
         elif _is_heading(line):
             label, value = line, ""  # a heading ("### Standalone question") over its value
+        elif _quoted_question(line) and _is_question_label(_before_quote(line)):
+            # A sentence that names the question and quotes it ("the rewritten question is
+            # "…"") gives it as a field does.
+            label, value = _before_quote(line), _quoted_question(line) or ""
         else:
             continue
-        if not value:  # the value is on the next line
+        if not value:  # the value is on the next line, unless that line is a field of its own
             value = next((n for n in lines[index + 1 :] if n.strip()), "")
+            named = _field(structure_text(value))
+            if named is not None and _is_field_name(named.group("label")):
+                value = ""
         labelled.append((label, value, index))
     builds = _builds(labelled)
     asked = [v for label, v, _ in labelled if _is_question_label(label)]
@@ -83,11 +93,99 @@ def read_rewrite(reply: str) -> Rewrite:
     skip = {i for label, v, i in labelled if _BUILDS_WORDS.search(label) or not _value_of(v)}
     rest = [line for i, line in enumerate(lines) if line.strip() and i not in skip]
     rest = [line for line in rest if not structure_text(line).rstrip().endswith(":")]
+    # Of several lines, the one that asks (a question mark), else the one set off in quotes or
+    # bold, else the one that opens as a request.
     if len(rest) != 1:
-        rest = [line for line in rest if line.rstrip().endswith(("?", "？"))]
+        rest = (
+            [line for line in rest if _unquoted(line).endswith(("?", "？"))]
+            or [line for line in rest if _set_off(raw_lines, line)]
+            or [line for line in rest if _REQUEST.match(_plain(_after_introduction(line)))]
+        )
     if len(rest) != 1:
         return Rewrite(None, builds)
-    return Rewrite(_clean(_quoted_question(rest[0]) or rest[0]), builds)
+    line = _quoted_question(rest[0]) or _after_introduction(rest[0])
+    question = _clean(line)
+    # A line no label calls the question is one only when it asks or requests: a model that
+    # answered instead ("There are 12 singers.", "Answer: 12") gave no question.
+    return Rewrite(question if question and _asks(question) else None, builds)
+
+
+def _after_introduction(line: str) -> str:
+    """The line without an introduction before its first colon ("Here you go: Which ...?"):
+    words that neither ask nor request are not part of the question ("What is the ratio:
+    wins to losses?" keeps its colon)."""
+    head, colon, tail = structure_text(line).partition(":")
+    if colon and tail.strip() and not _opens_asking(head) and _asks(tail):
+        return line[len(head) + 1 :].strip()
+    return line
+
+
+def _unquoted(line: str) -> str:
+    return (_quoted_question(line) or line).strip().strip(_QUOTES).rstrip()
+
+
+def _before_quote(line: str) -> str:
+    match = _QUOTED_AT_END.search(line)
+    return line[: match.start()].strip() if match is not None else ""
+
+
+def _set_off(raw_lines: list[str], line: str) -> bool:
+    """The line stands in quotes or emphasis of its own (`"…"`, `**…**`, `> …`)."""
+    raw = next((r.strip() for r in raw_lines if _plain(r) == line), "")
+    quoted = line[:1] in _QUOTES and line.rstrip(".")[-1:] in _QUOTES
+    return quoted or (bool(raw) and raw != line and raw[0] in "*>_`")
+
+
+# The first words of a question or a request to the database, in English; a line in another
+# script is taken as it is written.
+_ASKING = re.compile(
+    r"(?:what|what's|which|who|whom|whose|where|when|why|how|is|are|was|were|do|does|did|can|"
+    r"could|would|will|has|have|should|list|show|find|give|return|count|display|get|name|tell|"
+    r"provide|compute|calculate|determine|identify|retrieve|fetch|report|please|sort|order|"
+    r"rank|compare|select|output|print|enumerate|locate|look|check|state|describe|"
+    r"summari[sz]e|sum|total|average|group|filter|exclude|include|break|tally|arrange)\b",
+    re.I,
+)
+# A phrase that may open a request before its verb ("For each country, list ..."); a sentence
+# it opens is a request only when a question or request word follows ("In 2014, there were
+# 3 concerts" is an answer).
+_LEADING = re.compile(
+    r"(?:for|in|among|of|from|per|by|each|every|all|between|during|since|before|after|at|on|"
+    r"to|excluding|including)\b",
+    re.I,
+)
+
+
+# Of several lines, one that opens as a request or a question is the question ("List the
+# names ...", after "Here you go:"); a preposition may open a sentence of reasoning too.
+_REQUEST = re.compile(
+    r"(?:what|which|who|whom|whose|where|when|why|how|list|show|find|give|return|count|"
+    r"display|name|retrieve|calculate|compute|determine|identify)\b",
+    re.I,
+)
+_CLARIFY = re.compile(
+    r"\b(?:clarify|do you mean|you mean by|could you (?:specify|confirm)|which one do you)\b",
+    re.I,
+)
+
+
+def _asks(question: str) -> bool:
+    """A question or a request: it ends with a question mark, opens with a question or request
+    word, or is not written in latin script (its words are not judged); a question that asks
+    the user what they meant is neither."""
+    text = question.strip()
+    if _CLARIFY.search(text):
+        return False  # asked back of the user, not of the database
+    return text.endswith(("?", "？")) or _opens_asking(text)
+
+
+def _opens_asking(text: str) -> bool:
+    text = _plain(text).lstrip("¿¡")
+    if text[:1].isalpha() and not text[:1].isascii():
+        return True  # another script: its words are not judged
+    if _LEADING.match(text):
+        return any(_REQUEST.fullmatch(word) for word in re.split(r"[\s,;]+", text)[1:])
+    return bool(_ASKING.match(text))
 
 
 def _is_heading(line: str) -> bool:
@@ -167,9 +265,16 @@ def _json_builds(found: dict[str, Any]) -> bool:
 
 
 def _clean(text: str) -> str | None:
-    """The question without markdown and quotes around it; None for SQL, an apology, or
-    nothing at all."""
+    """The question without markdown and quotes around it; None for SQL, an apology, the
+    prompt's placeholder echoed (`<the standalone question>`), a mark that none is given
+    (`N/A`), or nothing at all."""
     value = _plain(text).strip().strip(_QUOTES).strip()
-    if not value or _SQL_START.match(value) or _REFUSAL.match(value):
+    if (
+        not value
+        or _SQL_START.match(value)
+        or _REFUSAL.match(value)
+        or is_placeholder(value)
+        or _NOT_GIVEN.match(value)
+    ):
         return None
     return value

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from macsql.database.schema import SchemaInfo, TableInfo
+from macsql.llm.reasoning import split_reasoning
 from macsql.replies.markup import field_lines
 from macsql.replies.reader import extract_json_value
 
@@ -28,8 +29,8 @@ Selection = dict[str, Any]
 """MAC-SQL's map: table -> "keep_all" | "drop_all" | [columns] (as `apply_selection` takes it)."""
 
 _KEEP_WORDS = frozenset(
-    {"keep_all", "keep", "keepall", "all", "yes", "true", "include", "included", "relevant",
-     "select", "selected", "use", "used", "needed", "required", "*", "1", "y"}
+    {"keep_all", "keep", "keepall", "all", "all_columns", "yes", "true", "include", "included",
+     "relevant", "select", "selected", "use", "used", "needed", "required", "*", "1", "y"}
 )  # fmt: skip
 _DROP_WORDS = frozenset(
     {"drop_all", "drop", "dropall", "none", "no", "false", "exclude", "excluded", "irrelevant",
@@ -59,7 +60,8 @@ def read_selection(text: str, schema: SchemaInfo) -> tuple[Selection | None, lis
     fragment, `[name, age]`, is a column list inside a map written as text)."""
     best: tuple[Selection | None, list[str]] = (None, ["the Selector's reply holds no table map"])
     named = -1
-    for found in (extract_json_value(text), text_value(text, schema)):
+    answer, _thinking = split_reasoning(text or "")  # a text map in the thinking is a draft
+    for found in (extract_json_value(text), text_value(answer, schema)):
         if found is None:
             continue
         selection, notes = selection_of(found, schema)
@@ -96,9 +98,14 @@ def _unquoted(text: str) -> str:
     return text.strip().strip("\"'`[]").strip()
 
 
+# A remark after a value written as text: a comment or a parenthesis at the end of the line.
+_REMARK = re.compile(r"\s+(?:#|//|--)\s.*$|\s+#$|\s*\([^()]*\)\s*$")
+
+
 def _listed(value: str) -> Any:
-    """A decision word, or the columns of `[a, b]` / `a, b` as a list."""
-    text = value.strip().rstrip(",;.").strip()
+    """A decision word, or the columns of `[a, b]` / `a, b` as a list; a remark after it
+    (`# why`, `(needed)`) is not part of it."""
+    text = _REMARK.sub("", value.strip()).strip().rstrip(",;.").strip()
     if text.startswith("[") and text.endswith("]"):
         return [_unquoted(c) for c in text[1:-1].split(",") if _unquoted(c)]
     return _unquoted(text)
@@ -125,7 +132,7 @@ def _read(value: Any, schema: SchemaInfo) -> tuple[int, Selection] | None:
             # Other keys are tables the schema lacks (noted when applied) when they hold a
             # decision, and remarks ("reasoning") when they do not.
             return len(named), {
-                str(k): _choice(v, _table(schema, k))
+                _name(schema, k): _choice(v, _table(schema, k))
                 for k, v in value.items()
                 if _table(schema, k) is not None or _is_decision(v)
             }
@@ -260,10 +267,17 @@ def _is_partial(keep: Any) -> bool:
     return isinstance(keep, str) and _word(keep) in _PARTIAL_WORDS
 
 
+def _name(schema: SchemaInfo, name: Any) -> str:
+    """The schema's own name for a table written in another case, quoted or qualified."""
+    table = _table(schema, name)
+    return table.name if table is not None else str(name)
+
+
 def _table(schema: SchemaInfo, name: Any) -> TableInfo | None:
-    """The schema's table of that name in any case, also when written `main.name`."""
+    """The schema's table of that name in any case, also when written `main.name` or quoted."""
     if not isinstance(name, str) or not name.strip():
         return None
+    name = name.strip().strip("`\"'[]")
     table = schema.table(name)
     if table is None and "." in name:
         table = schema.table(name.rsplit(".", 1)[-1])
@@ -279,4 +293,7 @@ def _column_named(schema: SchemaInfo, name: str) -> bool:
 
 
 def _word(text: Any) -> str:
-    return "_".join(str(text).strip().lower().replace("-", " ").split())
+    """A decision in one form: lower case, words joined by `_`, no full stop or quotes around
+    it ("Keep All." is `keep_all`)."""
+    plain = str(text).strip().strip("`\"'").rstrip(".,;!").strip()
+    return "_".join(plain.lower().replace("-", " ").split())

@@ -205,6 +205,20 @@ def test_detected_error_triggers_paraphrase_candidates_and_a_selection(db: str) 
     assert "youngest first" in out["explanation"]
 
 
+def test_a_refiner_reply_that_names_no_candidate_says_so(db: str) -> None:
+    script = Script(
+        reviewer=verdict("error", "no ordering"),
+        crafter=json.dumps({"paraphrases": PARAPHRASES[:1]}),
+        decomposer=sql_reply(GOOD_SQL),
+        refiner=f"I'd go with the one that sorts by age:\n```sql\n{GOOD_SQL}\n```",
+    )
+    out, state = run(db, script, sql=WRONG_SQL, num_paraphrases=1)
+    assert out["sql"] == GOOD_SQL and state["repair_choice"] == 0
+    notes = [f for f in out["fallbacks"] if f["agent"] == "sql_refiner"]
+    assert [f["kind"] for f in notes] == ["unreadable_reply"]
+    assert "named no candidate" in notes[0]["detail"]
+
+
 def test_duplicate_results_are_kept_once(db: str) -> None:
     script = Script(
         reviewer=verdict("error", "no ordering"),

@@ -8,6 +8,7 @@ read by the writer.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -23,7 +24,8 @@ from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.results import render_result
 from macsql.replies.agents import reply_fallbacks
-from macsql.replies.reader import extract_json_object, json_field
+from macsql.replies.fields import read_list
+from macsql.replies.reader import json_field
 from macsql.replies.schemas import PersonaAnswer
 
 # Used only when the persona reply cannot be read, so a review still happens.
@@ -46,14 +48,20 @@ _REVIEW_KEYS = (
 
 
 _PERSONA_KEYS = ("reviewers", "personas", "professions")
+_PERSONA_NAME = re.compile(r"reviewer|persona|profession|expert|role", re.I)
+
+
+def _is_persona_name(name: str) -> bool:
+    return bool(_PERSONA_NAME.search(name))
 
 
 def parse_personas(text: str, n: int, found: dict[str, Any] | None = None) -> list[str]:
     """Up to `n` distinct professions from the reply's fields (when it answered in a schema)
     or its text."""
-    if found is None:
-        found = extract_json_object(text, _PERSONA_KEYS) or {}
-    items = json_field(found, *_PERSONA_KEYS) or []
+    if found is not None:
+        items = json_field(found, *_PERSONA_KEYS) or []
+    else:
+        items = read_list(text, _is_persona_name)
     out: list[str] = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict):  # {"profession": ..., "focus": ...}

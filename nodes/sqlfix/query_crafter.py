@@ -23,11 +23,16 @@ from macsql.nodes.sqlfix.sql_tool import generate_sql
 from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
 from macsql.replies.agents import reply_fallbacks, unreadable
-from macsql.replies.reader import extract_json_object, json_field
+from macsql.replies.fields import read_list
+from macsql.replies.reader import json_field
 from macsql.replies.schemas import ParaphraseAnswer
 
 AGENT = Agent.QUERY_CRAFTER
-_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
+_PARAPHRASE_NAME = re.compile(r"paraphras|reword|rephras|question|variant|version|wording", re.I)
+
+
+def _is_paraphrase_name(name: str) -> bool:
+    return bool(_PARAPHRASE_NAME.search(name))
 
 
 def parse_paraphrases(
@@ -35,14 +40,11 @@ def parse_paraphrases(
 ) -> list[str]:
     """Up to `n` distinct rewordings, none equal to the question itself, from the reply's
     fields (when it answered in a schema) or its text."""
-    if found is None:
-        found = extract_json_object(text, ("paraphrases", "questions"))
-    items: list[Any] = []
     if found is not None:
         value = json_field(found, "paraphrases", "questions") or []
-        items = value if isinstance(value, list) else []
-    if not items:  # a numbered or bulleted list instead of JSON
-        items = [m.group(1) for m in map(_LIST_ITEM.match, (text or "").splitlines()) if m]
+        items: list[Any] = value if isinstance(value, list) else []
+    else:
+        items = read_list(text, _is_paraphrase_name)
     out: list[str] = []
     seen = {" ".join(question.lower().split())}
     for item in items:

@@ -33,7 +33,8 @@ from macsql.prompts import render_prompt
 from macsql.prompts.error_privacy import scrub_values
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.results import ran, render_result
-from macsql.replies.agents import WrittenSql, field_text, write_sql
+from macsql.replies.agents import WrittenSql, field_text, unreadable, write_sql
+from macsql.replies.fields import read_choice
 from macsql.replies.reader import extract_json_object
 from macsql.replies.schemas import RepairAnswer
 
@@ -90,12 +91,9 @@ def format_failures(failures: list[RepairFailure]) -> str:
 
 def parse_choice(written: WrittenSql, candidates: list[Candidate]) -> tuple[str | None, int, str]:
     """(SQL, chosen candidate number or 0 for an own fix, explanation) from the reply."""
-    found = written.structured or extract_json_object(written.text, ("choice",)) or {}
+    found = written.structured or extract_json_object(written.text, ("explanation",)) or {}
     explanation = field_text(found, "explanation")
-    try:
-        choice = int(field_text(found, "choice") or 0)
-    except (TypeError, ValueError):
-        choice = 0
+    choice = read_choice(written.text, written.structured) or 0
     if 1 <= choice <= len(candidates):
         return candidates[choice - 1]["sql"], choice, explanation
     return written.sql, 0, explanation
@@ -177,6 +175,10 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
     sql, choice, explanation = parse_choice(written, candidates)
     # A chosen candidate is an answer without SQL of its own.
     update["fallbacks"] = [f for f in written.fallbacks if choice == 0 or f["kind"] != "no_sql"]
+    if candidates and sql and read_choice(written.text, written.structured) is None:
+        # The query may be one the explanation quoted: say that no candidate was named.
+        detail = "the reply named no candidate by number; the query it holds ran as its own fix"
+        update["fallbacks"].append(unreadable(runtime, AGENT, detail))
     emit(runtime, AGENT, "done", attempt=attempt, choice=choice, sql=sql)
     update["candidate_sql"] = sql or ""
     update["candidate_finish_reason"] = written.candidate().get("candidate_finish_reason", "")

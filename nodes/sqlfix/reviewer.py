@@ -7,7 +7,6 @@ which ends with a verdict: `pass` keeps the SQL as final, `error` starts the rep
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from langgraph.runtime import Runtime
@@ -22,38 +21,21 @@ from macsql.prompts import render_prompt
 from macsql.prompts.inputs import prompt_inputs
 from macsql.prompts.results import prompt_error, ran, render_result
 from macsql.replies.agents import field_text, reply_fallbacks, unreadable
-from macsql.replies.reader import extract_json_object
+from macsql.replies.fields import read_verdict
 from macsql.replies.schemas import ReviewAnswer
 
 AGENT = Agent.REVIEWER
-
-_PASS_WORDS = {"pass", "passed", "correct", "ok", "yes", "approve", "approved"}
-_ERROR_WORDS = {"error", "incorrect", "wrong", "fail", "failed", "no", "reject", "rejected"}
-_VERDICT_LINE = re.compile(r"verdict\W{0,5}([a-z]+)", re.I)
-
 
 Verdict = Literal["pass", "error"]
 
 
 def parse_verdict(text: str, found: dict[str, object] | None = None) -> tuple[Verdict, str] | None:
     """('pass' | 'error', reason) from the reviewer's reply (or its fields, when it answered
-    in a schema), or None when it gave none."""
-    if found is None:
-        found = extract_json_object(text, ("verdict",))
-    if found is not None:
-        word = field_text(found, "verdict").lower()
-        reason = field_text(found, "reason")
-        if word in _PASS_WORDS:
-            return "pass", reason
-        if word in _ERROR_WORDS:
-            return "error", reason
-    for match in reversed(_VERDICT_LINE.findall(text or "")):
-        word = match.lower()
-        if word in _PASS_WORDS:
-            return "pass", ""
-        if word in _ERROR_WORDS:
-            return "error", ""
-    return None
+    in a schema), or None when it gave none (`macsql.replies.fields.read_verdict`)."""
+    verdict = read_verdict(text, found)
+    if verdict is None:
+        return None
+    return ("pass" if verdict[0] else "error"), verdict[1]
 
 
 def sql_reviewer_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
