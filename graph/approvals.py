@@ -17,6 +17,8 @@ from typing import Any
 
 from langgraph.types import Command
 
+from macsql.nodes.common.approval import read_decision
+
 APPROVE_ACTION = "approve_sql"
 
 Decision = bool | str
@@ -69,3 +71,12 @@ def resume_command(waiting: Sequence[Waiting], decisions: Sequence[Decision]) ->
     if len(waiting) == 1:
         return Command(resume=decisions[0])
     return Command(resume={w.id: d for w, d in zip(waiting, decisions, strict=True)})
+
+
+def decision_problem(answer: Any, sql: str) -> str | None:
+    """Why `answer` is not a decision about `sql` (None when it is one: the graph reads it the
+    same way). A caller that loops until nothing waits checks this first, since the graph asks
+    again about an answer it cannot read."""
+    if answer is None:  # LangGraph cannot resume with None
+        return "None is not a decision"
+    return read_decision(answer, sql).problem
