@@ -90,10 +90,11 @@ def generate_sql(
 
 def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
     """MAC-SQL's `load_schema`, keeping the caller's SQL (input key `sql`) as the candidate."""
-    given = (state.get("sql") or "").strip().rstrip(";").strip()
-    loaded = load_schema_node(state, runtime)
+    loaded = load_schema_node(state, runtime)  # first: it fails a `sql` that is not text
     if loaded.get("fatal"):
-        return {**loaded, "original_sql": given}
+        given = state.get("sql")
+        return {**loaded, "original_sql": given if isinstance(given, str) else ""}
+    given = (state.get("sql") or "").strip().rstrip(";").strip()
     ready: SqlFixState = {
         **loaded,
         "original_sql": given,
