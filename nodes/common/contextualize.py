@@ -29,10 +29,26 @@ from macsql.replies.rewrite import read_rewrite
 
 
 def message_text(message: AnyMessage) -> str:
+    """A message's text, or its text blocks (OpenAI's and LangChain's) joined; images, files
+    and other blocks say nothing here. A person's blocks are joined by a space, since a client
+    that splits a question into blocks means them as separate words; a model's as they are
+    (a reply's blocks may split a SQL block anywhere)."""
     content = message.content
-    if isinstance(content, list):
-        return "".join(c.get("text", "") if isinstance(c, dict) else str(c) for c in content)
-    return str(content or "")
+    if not isinstance(content, list):
+        return str(content or "")
+    parts = [_block_text(block) for block in content]
+    if not isinstance(message, HumanMessage):
+        return "".join(parts)
+    return " ".join(part.strip() for part in parts if part.strip())
+
+
+def _block_text(block: object) -> str:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict) and block.get("type", "text") == "text":
+        text = block.get("text")
+        return text if isinstance(text, str) else ""
+    return ""
 
 
 def split_messages(messages: list[AnyMessage]) -> tuple[list[ConversationTurn], str]:
