@@ -86,3 +86,28 @@ def test_every_input_of_the_wrong_type_fails_the_run_naming_it(
         out = get_pipeline(pipeline).invoke(payload, context=Context(model=name))
     assert out["status"] == "failed" and out["error"] == expected
     assert model.prompts == []
+
+
+# Questions with no letter or digit in any script, cut from punctuation, symbols and spaces.
+WORDLESS = ["-", "?", "...", " ¿? ", "—", "!!", "* * *", "()", "🤔", "\u3002"]
+
+
+@pytest.mark.parametrize("question", WORDLESS)
+def test_a_question_with_no_words_fails_before_any_model_call(question: str) -> None:
+    model = ScriptedChatModel(responder=lambda _prompt: SQL)
+    with registered_chat_model("scripted-input-types", model) as name:
+        out = get_pipeline("macsql").invoke(
+            {"question": question, "db": str(concert_db())}, context=Context(model=name)
+        )
+    assert out["status"] == "failed" and out["error"].endswith("has no words")
+    assert model.prompts == []
+
+
+@pytest.mark.parametrize("question", ["几个?", "Wie viele?", "42", "ß", "كم؟"])
+def test_a_question_of_one_word_in_any_script_is_asked(question: str) -> None:
+    model = ScriptedChatModel(responder=lambda _prompt: SQL)
+    with registered_chat_model("scripted-input-types", model) as name:
+        out = get_pipeline("macsql").invoke(
+            {"question": question, "db": str(concert_db())}, context=Context(model=name)
+        )
+    assert out["status"] == "ok" and out["rows"] == [[6]]

@@ -50,6 +50,8 @@ def _load_schema(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineSt
     question = (state.get("question") or "").strip()
     if not question:
         return fail("the question is empty")
+    if not any(ch.isalnum() for ch in question):  # '-', '?', '...': a model would guess
+        return fail(f"the question {question[:40]!r} has no words")
     try:
         db = resolve_database(state.get("db") or "")
     except DatabaseNotFoundError as exc:
