@@ -317,6 +317,9 @@ class ServerRuns:
         pause = 0.0
         while True:
             output = await client.runs.join(thread, run_id)
+            failure = output.get("__error__") if isinstance(output, Mapping) else None
+            if isinstance(failure, Mapping):  # a failed run, as the servers answer it
+                raise ServerRunError(str(failure.get("message") or failure.get("error")))
             if output:  # only a finished (or paused) run has an output
                 return dict(output)
             run = await client.runs.get(thread, run_id)

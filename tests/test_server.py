@@ -196,6 +196,35 @@ def test_an_approval_run_pauses_and_resumes_through_the_sdk(cluster: Cluster) ->
     assert client.threads.get_state(thread)["next"] == []
 
 
+def test_a_run_that_errors_names_its_error_to_wait_and_join(cluster: Cluster) -> None:
+    """A run that ends in error (a context value out of range) answers `runs.wait` and
+    `runs.join` with its error, as LangGraph's own server does, never an empty output."""
+    client = _client(cluster.a.url)
+    payload = {"question": "How many singers?", "db": DB}
+    context = {"model": "openai:scripted", "max_rows": 0}
+    expected = "max_rows must be at least 1, not 0"
+    with pytest.raises(Exception, match=f"^error: {expected}$"):
+        client.runs.wait(
+            client.threads.create()["thread_id"], "macsql", input=payload, context=context
+        )
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(thread, "macsql", input=payload, context=context)
+    joined = client.runs.join(thread, run["run_id"])
+    assert joined == {"__error__": {"error": "error", "message": expected}}
+
+    from macsql.serving.errors import ServerRunError
+
+    async def through_the_client() -> None:
+        runs = ServerRuns(cluster.urls, retries=0)
+        try:
+            await runs.run("macsql", payload, context)
+        finally:
+            await runs.aclose()
+
+    with pytest.raises(ServerRunError, match=expected):
+        asyncio.run(through_the_client())
+
+
 def test_chat_keeps_its_thread_on_the_server(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
