@@ -52,14 +52,28 @@ def waiting_approvals(graph: Any, config: Mapping[str, Any]) -> list[Waiting]:
     for interrupt in found:
         value = interrupt.value
         if isinstance(value, Mapping) and value.get("action") == APPROVE_ACTION:
-            out.append(
-                Waiting(
-                    id=interrupt.id,
-                    sql=str(value.get("sql") or ""),
-                    attempt=value.get("attempt"),
-                    hint=value.get("hint"),
-                )
-            )
+            out.append(_waiting(interrupt.id, value))
+    return out
+
+
+def _waiting(interrupt_id: str, value: Mapping[str, Any]) -> Waiting:
+    return Waiting(
+        id=interrupt_id,
+        sql=str(value.get("sql") or ""),
+        attempt=value.get("attempt"),
+        hint=value.get("hint"),
+    )
+
+
+def waiting_in_output(output: Mapping[str, Any]) -> list[Waiting]:
+    """The SQL waiting for approval, from a run's output (its `__interrupt__`: `Interrupt`
+    objects in process, their JSON from a server)."""
+    out = []
+    for interrupt in output.get("__interrupt__") or ():
+        value = interrupt.get("value") if isinstance(interrupt, Mapping) else interrupt.value
+        found = interrupt.get("id") if isinstance(interrupt, Mapping) else interrupt.id
+        if isinstance(value, Mapping) and value.get("action") == APPROVE_ACTION:
+            out.append(_waiting(str(found or ""), value))
     return out
 
 

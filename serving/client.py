@@ -352,6 +352,24 @@ class ServerRuns:
                 continue
         return None
 
+    async def thread_interrupts(self, thread_id: str) -> list[Any]:
+        """The thread's pending interrupts (a run paused for approval), read through any live
+        server ([] if none)."""
+        for url in self.urls:
+            try:
+                state = await self._probe[url].threads.get_state(thread_id)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code == 404:
+                    return []
+                continue
+            except httpx.HTTPError:
+                continue
+            found = state.get("interrupts") or [
+                i for task in state.get("tasks") or () for i in task.get("interrupts") or ()
+            ]
+            return list(found)
+        return []
+
     async def thread_values(self, thread_id: str) -> dict[str, Any]:
         """The thread's current state values, read through any live server ({} if none)."""
         for url in self.urls:

@@ -258,6 +258,43 @@ def test_chat_keeps_its_thread_on_the_server(
     )
 
 
+def test_chat_on_the_server_asks_about_each_sql_and_resumes_a_waiting_one(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `approve_sql`, `chat --server` shows the waiting SQL and takes the next line as the
+    decision, as a local chat does; a session left at the prompt leaves the SQL waiting, and
+    `--thread` asks about it first."""
+    lines: list[str] = []
+
+    def typed(_prompt: str = "") -> str:
+        if not lines:
+            raise EOFError
+        return lines.pop(0)
+
+    monkeypatch.setattr("builtins.input", typed)
+    replies = {Agent.DECOMPOSER: f"SQL\n```sql\n{FIXED_SQL}\n```\nQuestion Solved."}
+    edited = "SELECT count(*) FROM concert"
+    with ScriptedOpenAIServer(replies) as model:
+        common = ["--db", DB, "--no-answer", "--model", "openai:scripted", "--server"]
+        common += [cluster.a.url, "--base-url", model.base_url, "--api-key", "test-key"]
+        common += ["--set", "approve_sql=true"]
+        lines[:] = ["How many singers?", "e", edited]
+        assert main(["chat", *common]) == 0
+        first = capsys.readouterr().out
+        assert f"SQL waiting for approval (attempt 1):\n{FIXED_SQL}" in first
+        assert f"SQL: {edited}" in first
+        lines[:] = ["How many singers?"]  # then the end of input, at the prompt
+        assert main(["chat", *common]) == 0
+        left = capsys.readouterr().out
+        thread = re.search(r"thread (\S+) \(resume", left).group(1)  # type: ignore[union-attr]
+        assert "the SQL still waits" in left
+        lines[:] = ["a"]
+        assert main(["chat", "--thread", thread, *common]) == 0
+        resumed = capsys.readouterr().out
+    assert f"SQL waiting for approval (attempt 1):\n{FIXED_SQL}" in resumed
+    assert f"SQL: {FIXED_SQL}" in resumed
+
+
 def test_processes_starting_together_create_the_database_once(pg_admin_url: str) -> None:
     """Three at a time, five times: PostgreSQL refuses all but one CREATE DATABASE (a unique
     violation, not always a 'duplicate database'), and the others must find it made."""
