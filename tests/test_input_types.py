@@ -111,3 +111,13 @@ def test_a_question_of_one_word_in_any_script_is_asked(question: str) -> None:
             {"question": question, "db": str(concert_db())}, context=Context(model=name)
         )
     assert out["status"] == "ok" and out["rows"] == [[6]]
+
+
+def test_a_wordless_follow_up_is_not_sent_to_the_rewriter() -> None:
+    model = ScriptedChatModel(responder=lambda _prompt: SQL)
+    earlier = [{"role": "user", "content": "How many singers?"}, {"role": "ai", "content": SQL}]
+    payload = {"messages": [*earlier, {"role": "user", "content": "??"}], "db": str(concert_db())}
+    with registered_chat_model("scripted-input-types", model) as name:
+        out = get_pipeline("macsql").invoke(payload, context=Context(model=name))
+    assert out["status"] == "failed" and out["error"] == "the question '??' has no words"
+    assert model.prompts == []

@@ -51,6 +51,12 @@ def _block_text(block: object) -> str:
     return ""
 
 
+def has_words(question: str) -> bool:
+    """Whether `question` has a letter or digit in any script: one that has none ('-', '?')
+    is not asked, nor rewritten (`load_schema` fails the run)."""
+    return any(ch.isalnum() for ch in question)
+
+
 def split_messages(messages: list[AnyMessage]) -> tuple[list[ConversationTurn], str]:
     """Earlier turns and the newest human message's text. An AI message gives its turn's SQL:
     macsql's own (`additional_kwargs["macsql"]["sql"]`) or a ```sql block; its prose is never
@@ -190,7 +196,7 @@ def _contextualize(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeline
     already_standalone = state.get("standalone_question") == question and previous is None
     if already_standalone:  # rewritten by the caller (or an enclosing graph), with its context
         update["previous_sql"] = state.get("previous_sql") or ""
-    if not history or not question or already_standalone:
+    if not history or not has_words(question) or already_standalone:
         cue = follow_up_cue(question) if question and not already_standalone else None
         if cue is not None:
             update["fallbacks"] = cast(list[Fallback], Overwrite([_no_history(runtime, cue)]))
