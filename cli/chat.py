@@ -38,7 +38,12 @@ from macsql.cli.common import (
 from macsql.cli.exit_codes import undecodable
 from macsql.database.cache_paths import cache_root
 from macsql.database.demo import DEMO_NAME, ensure_demo_database
-from macsql.graph.approvals import new_thread_id, resume_command, waiting_approvals
+from macsql.graph.approvals import (
+    new_thread_id,
+    resume_command,
+    waiting_approvals,
+    waiting_in_output,
+)
 from macsql.graph.registry import get_builder, pipeline_names
 from macsql.llm.models import ModelConfigError
 from macsql.memory.persistence import open_persistence
@@ -161,6 +166,31 @@ def _server_chat(args: argparse.Namespace, db: str, context: Any, console: Conso
             return EXIT_USAGE
         thread = args.thread or str(uuid.uuid4())
         console.print(f"thread {thread} (resume with --thread {thread}) · {HELP}", markup=False)
+        say = lambda text: console.print(text, markup=False)  # noqa: E731
+
+        async def settle(out: dict[str, Any], thread: str) -> dict[str, Any]:
+            """A SQL waiting for approval: the next lines decide, as in a local chat."""
+            while waiting := waiting_in_output(out):
+                decisions = [
+                    await asyncio.to_thread(prompt_decision, w, input, say) for w in waiting
+                ]
+                resume = {"resume": resume_command(waiting, decisions).resume}
+                outcome = await runs.run(
+                    args.pipeline, None, context, thread_id=thread, command=resume
+                )
+                out = outcome.output
+            return out
+
+        if args.thread:  # a thread left with a SQL waiting: that comes first
+            try:
+                pending = {"__interrupt__": await runs.thread_interrupts(thread)}
+                if pending["__interrupt__"]:
+                    _show(console, "", await settle(pending, thread))
+            except (ServerRunError, NoServerAnswers) as exc:
+                console.print(f"error: the server could not answer: {exc}", markup=False)
+            except LeaveWaiting:
+                await runs.aclose()
+                return EXIT_OK
         try:
             while True:
                 try:
@@ -190,10 +220,14 @@ def _server_chat(args: argparse.Namespace, db: str, context: Any, console: Conso
                     outcome = await runs.run(
                         args.pipeline, {"question": line, "db": db}, context, thread_id=thread
                     )
+                    out = await settle(outcome.output, thread)
                 except (ServerRunError, NoServerAnswers) as exc:
                     console.print(f"error: the server could not answer: {exc}", markup=False)
                     continue
-                _show(console, line, outcome.output)
+                except LeaveWaiting:
+                    console.print(f"\n(the SQL still waits on thread {thread})", markup=False)
+                    return EXIT_OK
+                _show(console, line, out)
         finally:
             await runs.aclose()
 

@@ -621,6 +621,19 @@ def _explain(cls: type[BaseContext], name: str, value: Any, error: Any) -> str:
 ContextT = TypeVar("ContextT", bound=BaseContext)
 
 
+def _configurable_settings(cls: type[BaseContext]) -> dict[str, Any]:
+    """The settings a run without a context gives in `config["configurable"]`, LangGraph's way
+    before `context` (the LangGraph servers read it as the context; so does this, in process)."""
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a run
+        return {}
+    names = cls.field_names()
+    return {k: v for k, v in configurable.items() if k in names}
+
+
 def context_of(runtime: object, cls: type[ContextT]) -> ContextT:
     """The run's context as `cls`: LangGraph gives `None` when the caller passed none, the
     LangGraph server may hand over plain JSON, and a host may pass another pipeline's class
@@ -629,7 +642,9 @@ def context_of(runtime: object, cls: type[ContextT]) -> ContextT:
     if isinstance(ctx, cls):
         return ctx
     if ctx is None:
-        return cls()
+        ctx = _configurable_settings(cls)
+        if not ctx:
+            return cls()
     if isinstance(ctx, BaseContext):
         values: Mapping[str, Any] = {f.name: getattr(ctx, f.name) for f in fields(ctx)}
     elif isinstance(ctx, Mapping):

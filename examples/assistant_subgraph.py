@@ -52,9 +52,13 @@ def last_user_text(messages: list[AnyMessage]) -> str:
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
             content = message.content
-            if isinstance(content, list):
-                parts = (c.get("text", "") if isinstance(c, dict) else str(c) for c in content)
-                return "".join(parts)
+            if isinstance(content, list):  # content blocks: the text ones, as separate words
+                parts = (
+                    c if isinstance(c, str) else c.get("text") or ""
+                    for c in content
+                    if isinstance(c, str) or c.get("type", "text") == "text"
+                )
+                return " ".join(part.strip() for part in parts if part.strip())
             return str(content)
     return ""
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from langgraph.types import Command
 
+from macsql.nodes.common.approval import read_decision
+
 APPROVE_ACTION = "approve_sql"
 
 Decision = bool | str
@@ -50,14 +52,28 @@ def waiting_approvals(graph: Any, config: Mapping[str, Any]) -> list[Waiting]:
     for interrupt in found:
         value = interrupt.value
         if isinstance(value, Mapping) and value.get("action") == APPROVE_ACTION:
-            out.append(
-                Waiting(
-                    id=interrupt.id,
-                    sql=str(value.get("sql") or ""),
-                    attempt=value.get("attempt"),
-                    hint=value.get("hint"),
-                )
-            )
+            out.append(_waiting(interrupt.id, value))
+    return out
+
+
+def _waiting(interrupt_id: str, value: Mapping[str, Any]) -> Waiting:
+    return Waiting(
+        id=interrupt_id,
+        sql=str(value.get("sql") or ""),
+        attempt=value.get("attempt"),
+        hint=value.get("hint"),
+    )
+
+
+def waiting_in_output(output: Mapping[str, Any]) -> list[Waiting]:
+    """The SQL waiting for approval, from a run's output (its `__interrupt__`: `Interrupt`
+    objects in process, their JSON from a server)."""
+    out = []
+    for interrupt in output.get("__interrupt__") or ():
+        value = interrupt.get("value") if isinstance(interrupt, Mapping) else interrupt.value
+        found = interrupt.get("id") if isinstance(interrupt, Mapping) else interrupt.id
+        if isinstance(value, Mapping) and value.get("action") == APPROVE_ACTION:
+            out.append(_waiting(str(found or ""), value))
     return out
 
 
@@ -69,3 +85,12 @@ def resume_command(waiting: Sequence[Waiting], decisions: Sequence[Decision]) ->
     if len(waiting) == 1:
         return Command(resume=decisions[0])
     return Command(resume={w.id: d for w, d in zip(waiting, decisions, strict=True)})
+
+
+def decision_problem(answer: Any, sql: str) -> str | None:
+    """Why `answer` is not a decision about `sql` (None when it is one: the graph reads it the
+    same way). A caller that loops until nothing waits checks this first, since the graph asks
+    again about an answer it cannot read."""
+    if answer is None:  # LangGraph cannot resume with None
+        return "None is not a decision"
+    return read_decision(answer, sql).problem

@@ -39,7 +39,10 @@ def build_macsql_sqlfix_graph() -> StateGraph[
     )
     # The stages run without their own answer node: the answer, if any, is written last.
     builder.add_node("macsql", build_macsql_graph(answer=False).compile(name="macsql"))
-    builder.add_node("sqlfix", build_sqlfix_graph(answer=False).compile(name="sqlfix"))
+    # The SQL it hands on ran in the MAC-SQL stage, so under `approve_sql` a person approved it
+    # there: the SQLFixAgent stage reviews it without asking about it a second time.
+    sqlfix = build_sqlfix_graph(answer=False, given_sql_approved=True)
+    builder.add_node("sqlfix", sqlfix.compile(name="sqlfix"))
     add_conversation_start(builder, "macsql")
     builder.add_conditional_edges("macsql", route_after_macsql)
     builder.add_edge("sqlfix", FINISH)

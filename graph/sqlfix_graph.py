@@ -41,7 +41,11 @@ from macsql.nodes.sqlfix.candidates import run_candidates_node
 from macsql.nodes.sqlfix.query_crafter import query_crafter_node
 from macsql.nodes.sqlfix.refiner import check_repair_node, repair_passed, sql_refiner_node
 from macsql.nodes.sqlfix.reviewer import review_passed, sql_reviewer_node
-from macsql.nodes.sqlfix.sql_tool import sql_tool_node, sqlfix_load_schema_node
+from macsql.nodes.sqlfix.sql_tool import (
+    sql_tool_node,
+    sqlfix_load_approved_schema_node,
+    sqlfix_load_schema_node,
+)
 
 
 def route_to_execution(
@@ -59,6 +63,15 @@ def route_after_schema(
     if stopped(state) or state.get("candidate_sql"):
         return route_to_execution(state, runtime)
     return "sql_tool"
+
+
+def route_after_approved_schema(
+    state: SqlFixState, runtime: Runtime[SqlFixContext]
+) -> Literal["executor", "sql_tool", "finish"]:
+    """`route_after_schema` when the given SQL was approved already: it runs as it is."""
+    if stopped(state):
+        return FINISH
+    return "executor" if state.get("candidate_sql") else "sql_tool"
 
 
 def route_after_sql_tool(
@@ -122,8 +135,10 @@ def route_after_check(
 
 
 def build_sqlfix_graph(
-    *, answer: bool = True
+    *, answer: bool = True, given_sql_approved: bool = False
 ) -> StateGraph[SqlFixState, SqlFixContext, SqlFixInput, SqlFixOutput]:
+    """`given_sql_approved`: the input `sql` was approved by a person already (a stage after one
+    that ran it under `approve_sql`), so it runs without a pause; its repairs still pause."""
     builder: Any = StateGraph(
         SqlFixState,
         context_schema=SqlFixContext,
@@ -131,8 +146,12 @@ def build_sqlfix_graph(
         output_schema=SqlFixOutput,
     )
     # Each node chooses its next hop as it returns (`add_routed_node`).
-    add_routed_node(builder, "load_schema", sqlfix_load_schema_node, after_loading)
-    add_routed_node(builder, "link_schema", link_schema_node, route_after_schema)
+    if given_sql_approved:
+        add_routed_node(builder, "load_schema", sqlfix_load_approved_schema_node, after_loading)
+        add_routed_node(builder, "link_schema", link_schema_node, route_after_approved_schema)
+    else:
+        add_routed_node(builder, "load_schema", sqlfix_load_schema_node, after_loading)
+        add_routed_node(builder, "link_schema", link_schema_node, route_after_schema)
     add_routed_node(builder, "sql_tool", sql_tool_node, route_after_sql_tool)
     add_routed_node(builder, "approve", approve_node, route_after_approval)
     add_routed_node(builder, "executor", executor_node, route_after_execution)

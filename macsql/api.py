@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from macsql.core.context import Context
@@ -144,7 +144,7 @@ class Connection:
         payload = {"question": question, "evidence": evidence, "db": self.db}
         output = graph.invoke(payload, config, context=context)
         while approve is not None and (waiting := _waiting(graph, config)):
-            decisions = [_decided(approve(_pending(w))) for w in waiting]
+            decisions = [_decided(approve(_pending(w)), w.sql) for w in waiting]
             output = graph.invoke(_resume(waiting, decisions), config, context=context)
         return self._result(question, output, graph, config)
 
@@ -166,7 +166,8 @@ class Connection:
             decisions = []
             for w in waiting:
                 decision = approve(_pending(w))
-                decisions.append(await decision if inspect.isawaitable(decision) else decision)
+                decision = await decision if inspect.isawaitable(decision) else decision
+                decisions.append(_decided(decision, w.sql))
             output = await graph.ainvoke(_resume(waiting, decisions), config, context=context)
         return self._result(question, output, graph, config)
 
@@ -227,10 +228,16 @@ def _pending(waiting: Any) -> PendingApproval:
     return PendingApproval.model_validate(waiting.as_dict())
 
 
-def _decided(decision: Any) -> bool | str:
+def _decided(decision: Any, sql: str) -> bool | str:
+    from macsql.graph.approvals import decision_problem
+
     if inspect.isawaitable(decision):
         raise TypeError("approve= returned an awaitable: use `await aask(...)` with it")
-    return decision
+    # The graph would ask again about an answer it cannot read, and so would this loop.
+    problem = decision_problem(decision, sql)
+    if problem is not None:
+        raise TypeError(f"approve= must return True, a SQL string or False: {problem}")
+    return cast("bool | str", decision)
 
 
 def _resume(waiting: list[Any], decisions: list[Any]) -> Any:

@@ -317,6 +317,9 @@ class ServerRuns:
         pause = 0.0
         while True:
             output = await client.runs.join(thread, run_id)
+            failure = output.get("__error__") if isinstance(output, Mapping) else None
+            if isinstance(failure, Mapping):  # a failed run, as the servers answer it
+                raise ServerRunError(str(failure.get("message") or failure.get("error")))
             if output:  # only a finished (or paused) run has an output
                 return dict(output)
             run = await client.runs.get(thread, run_id)
@@ -348,6 +351,24 @@ class ServerRuns:
             except httpx.HTTPError:
                 continue
         return None
+
+    async def thread_interrupts(self, thread_id: str) -> list[Any]:
+        """The thread's pending interrupts (a run paused for approval), read through any live
+        server ([] if none)."""
+        for url in self.urls:
+            try:
+                state = await self._probe[url].threads.get_state(thread_id)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code == 404:
+                    return []
+                continue
+            except httpx.HTTPError:
+                continue
+            found = state.get("interrupts") or [
+                i for task in state.get("tasks") or () for i in task.get("interrupts") or ()
+            ]
+            return list(found)
+        return []
 
     async def thread_values(self, thread_id: str) -> dict[str, Any]:
         """The thread's current state values, read through any live server ({} if none)."""

@@ -329,6 +329,51 @@ def test_thread_run_output_and_human_review_through_the_server(client: Any) -> N
     assert final_state["next"] == []
 
 
+def test_agent_chat_ui_input_and_an_agent_inbox_answer(client: Any) -> None:
+    """Agent Chat UI sends the question as content blocks in `messages`; Agent Inbox answers a
+    pause with a list holding one response: its `accept` runs the SQL."""
+    with ScriptedOpenAIServer(
+        {Agent.DECOMPOSER.value: f"```sql\n{FIXED_SQL}\n```"}
+    ) as model_server:
+        thread = client.threads.create()
+        context = _context(model_server, approve_sql=True)
+        content = [{"type": "text", "text": "How many"}, {"type": "text", "text": "singers?"}]
+        run_input = {"messages": [{"type": "human", "content": content}], "db": str(CONCERT_DB)}
+        paused = client.runs.wait(thread["thread_id"], "macsql", input=run_input, context=context)
+        assert paused["status"] == "paused"
+        assert paused["standalone_question"] == "How many singers?"
+        accept = [{"type": "accept", "args": None}]
+        result = client.runs.wait(
+            thread["thread_id"], "macsql", command={"resume": accept}, context=context
+        )
+    assert result["status"] == "ok" and result["rows"] == [[6]]
+
+
+def test_a_remote_graph_as_a_node_takes_its_settings_from_configurable(
+    client: Any, langgraph_server: str
+) -> None:
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.pregel.remote import RemoteGraph
+
+    from macsql.core.state import MacSqlInput, MacSqlOutput
+
+    class Parent(MacSqlInput, MacSqlOutput):
+        pass
+
+    builder: Any = StateGraph(Parent)
+    builder.add_node("macsql", RemoteGraph("macsql", url=langgraph_server))
+    builder.add_edge(START, "macsql")
+    builder.add_edge("macsql", END)
+    with ScriptedOpenAIServer(
+        {Agent.DECOMPOSER.value: f"```sql\n{FIXED_SQL}\n```"}
+    ) as model_server:
+        out = builder.compile().invoke(
+            {"question": "How many singers?", "db": str(CONCERT_DB)},
+            {"configurable": _context(model_server)},
+        )
+    assert out["status"] == "ok" and out["rows"] == [[6]]
+
+
 # --------------------------------------------------------------------------- import side effects
 # The server (and any host) imports the graph files; that must touch no network and no database.
 # A fresh interpreter installs an audit hook (PEP 578) before importing anything of ours, imports

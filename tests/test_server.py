@@ -196,6 +196,35 @@ def test_an_approval_run_pauses_and_resumes_through_the_sdk(cluster: Cluster) ->
     assert client.threads.get_state(thread)["next"] == []
 
 
+def test_a_run_that_errors_names_its_error_to_wait_and_join(cluster: Cluster) -> None:
+    """A run that ends in error (a context value out of range) answers `runs.wait` and
+    `runs.join` with its error, as LangGraph's own server does, never an empty output."""
+    client = _client(cluster.a.url)
+    payload = {"question": "How many singers?", "db": DB}
+    context = {"model": "openai:scripted", "max_rows": 0}
+    expected = "max_rows must be at least 1, not 0"
+    with pytest.raises(Exception, match=f"^error: {expected}$"):
+        client.runs.wait(
+            client.threads.create()["thread_id"], "macsql", input=payload, context=context
+        )
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(thread, "macsql", input=payload, context=context)
+    joined = client.runs.join(thread, run["run_id"])
+    assert joined == {"__error__": {"error": "error", "message": expected}}
+
+    from macsql.serving.errors import ServerRunError
+
+    async def through_the_client() -> None:
+        runs = ServerRuns(cluster.urls, retries=0)
+        try:
+            await runs.run("macsql", payload, context)
+        finally:
+            await runs.aclose()
+
+    with pytest.raises(ServerRunError, match=expected):
+        asyncio.run(through_the_client())
+
+
 def test_chat_keeps_its_thread_on_the_server(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -227,6 +256,43 @@ def test_chat_keeps_its_thread_on_the_server(
     assert _client(cluster.a.url).threads.get_state(thread)["values"]["turns"][0]["question"] == (
         Conversations.question(900, 1)
     )
+
+
+def test_chat_on_the_server_asks_about_each_sql_and_resumes_a_waiting_one(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `approve_sql`, `chat --server` shows the waiting SQL and takes the next line as the
+    decision, as a local chat does; a session left at the prompt leaves the SQL waiting, and
+    `--thread` asks about it first."""
+    lines: list[str] = []
+
+    def typed(_prompt: str = "") -> str:
+        if not lines:
+            raise EOFError
+        return lines.pop(0)
+
+    monkeypatch.setattr("builtins.input", typed)
+    replies = {Agent.DECOMPOSER: f"SQL\n```sql\n{FIXED_SQL}\n```\nQuestion Solved."}
+    edited = "SELECT count(*) FROM concert"
+    with ScriptedOpenAIServer(replies) as model:
+        common = ["--db", DB, "--no-answer", "--model", "openai:scripted", "--server"]
+        common += [cluster.a.url, "--base-url", model.base_url, "--api-key", "test-key"]
+        common += ["--set", "approve_sql=true"]
+        lines[:] = ["How many singers?", "e", edited]
+        assert main(["chat", *common]) == 0
+        first = capsys.readouterr().out
+        assert f"SQL waiting for approval (attempt 1):\n{FIXED_SQL}" in first
+        assert f"SQL: {edited}" in first
+        lines[:] = ["How many singers?"]  # then the end of input, at the prompt
+        assert main(["chat", *common]) == 0
+        left = capsys.readouterr().out
+        thread = re.search(r"thread (\S+) \(resume", left).group(1)  # type: ignore[union-attr]
+        assert "the SQL still waits" in left
+        lines[:] = ["a"]
+        assert main(["chat", "--thread", thread, *common]) == 0
+        resumed = capsys.readouterr().out
+    assert f"SQL waiting for approval (attempt 1):\n{FIXED_SQL}" in resumed
+    assert f"SQL: {FIXED_SQL}" in resumed
 
 
 def test_processes_starting_together_create_the_database_once(pg_admin_url: str) -> None:

@@ -485,3 +485,41 @@ def test_with_approval_no_statement_runs_before_a_person_approved_it(
         else:
             assert sql in approved, f"{sql!r} ran without being approved"
             approved.remove(sql)  # one approval, one run
+
+
+def test_macsql_then_sqlfix_asks_once_about_the_sql_its_first_stage_ran(db: str) -> None:
+    """MAC-SQL + SQLFixAgent: the SQL the MAC-SQL stage ran was approved there, so the
+    SQLFixAgent stage reviews it without a second pause; its candidates and repair still pause."""
+    from langgraph.types import Command
+
+    from macsql.graph.macsql_sqlfix_graph import builder as macsql_sqlfix_builder
+
+    candidates = {
+        PARAPHRASES[0]: "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC",
+        PARAPHRASES[1]: GOOD_SQL,
+    }
+    script = Script(
+        reviewer=verdict("error", "no ORDER BY"),
+        crafter=json.dumps({"paraphrases": PARAPHRASES[:2]}),
+        decomposer=lambda p: sql_reply(candidates.get(asked_question(p), WRONG_SQL)),
+        refiner='{"choice": 2, "explanation": "ascending age"}',
+    )
+    graph = macsql_sqlfix_builder.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    config = {"configurable": {"thread_id": "approve-once"}}
+    context = Context(
+        model="scripted:approve-once", dataset_style="spider", approve_sql=True, num_paraphrases=2
+    )
+    asked: list[str] = []
+    payload: Any = {"question": QUESTION, "db": db}
+    with registered_chat_model(
+        "scripted:approve-once", ScriptedChatModel(responder=script.by_agent())
+    ):
+        for _ in range(20):
+            out = graph.invoke(payload, config, context=context)
+            pauses = out.get("__interrupt__") or []
+            if not pauses:
+                break
+            asked += [pause.value["sql"] for pause in pauses]
+            payload = Command(resume=True)
+    assert out["status"] == "ok" and out["sql"] == GOOD_SQL
+    assert asked == [WRONG_SQL, *candidates.values(), GOOD_SQL]

@@ -256,3 +256,22 @@ def test_parent_checkpointer_persists_macsql_state_across_an_interrupt(
         connection.close()
     assert FIXED_SQL in result["messages"][-1].content
     assert len(model.prompts) == 1  # resumed inside macsql: the Decomposer did not run again
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "How many singers?",
+        [{"type": "text", "text": "How many singers?"}],
+        [{"type": "text", "text": "How many"}, {"type": "text", "text": "singers?"}],
+        ["How many", {"type": "image_url", "image_url": {"url": "x"}}, "singers?"],
+        [
+            {"type": "image", "url": "x"},
+            {"text": "How many "},
+            {"type": "text", "text": "singers?"},
+        ],
+    ],
+)
+def test_the_example_reads_a_question_in_content_blocks_as_its_words(content: Any) -> None:
+    messages = [HumanMessage(content=content), AIMessage("one moment")]
+    assert example.last_user_text(messages) == "How many singers?"

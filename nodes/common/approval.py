@@ -8,10 +8,16 @@ read as a failed one in Studio or in `invoke`'s result.
 
 Each pause's value is `{"action": "approve_sql", "sql", "attempt", "hint"}`; resume with `True`
 (run it), a new SQL string or `{"sql": ...}` (run that instead), or `False` (reject it).
+`read_decision` also reads what review clients send (a yes/no word, `{"approved": false}`, Agent
+Inbox's `[{"type": "accept" | "edit" | "ignore", "args": ...}]`, LangChain's
+`{"decisions": [{"type": "approve" | "edit" | "reject", ...}]}`); an answer it cannot read is
+asked again, saying why in the hint, so that no SQL runs, or is dropped, on a guess.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
@@ -40,20 +46,97 @@ def awaiting_approval(update: StateT, context: BaseContext) -> StateT:
     return update
 
 
-def decide(sql: str, attempt: int) -> str | None:
-    """Pause for a person: the SQL to run (theirs, or the one shown), or None when rejected."""
-    decision: Any = interrupt(
-        {"action": "approve_sql", "sql": sql, "attempt": attempt, "hint": _HINT}
-    )
-    if decision is True or decision is None:
-        return sql
-    if isinstance(decision, str):
-        return decision.strip() or sql
-    if isinstance(decision, dict):
-        if decision.get("approve") is False or decision.get("reject"):
-            return None
-        return str(decision.get("sql") or sql)
+_YES = frozenset({"y", "yes", "ok", "okay", "approve", "approved", "accept", "accepted", "run"})
+_NO = frozenset({"n", "no", "reject", "rejected", "deny", "denied", "decline", "ignore", "stop"})
+_YES_TYPES = frozenset({"accept", "approve"})
+_NO_TYPES = frozenset({"ignore", "reject"})
+_VERDICT_KEYS = ("approved", "approve", "accept", "accepted")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A person's answer as read: `sql` to run (None: rejected), or the `problem` with it."""
+
+    sql: str | None
+    problem: str | None = None
+
+
+def read_decision(answer: Any, sql: str) -> Decision:
+    """What a resume value decides about `sql` (see the module's doc for the forms read)."""
+    if answer is None or isinstance(answer, bool):
+        return Decision(sql if answer in (True, None) else None)
+    if isinstance(answer, str):
+        word = answer.strip().rstrip(".!").lower()
+        if word in _YES or word == "true":
+            return Decision(sql)
+        if word in _NO or word == "false":
+            return Decision(None)
+        return Decision(answer.strip() or sql)
+    if isinstance(answer, Sequence) and not isinstance(answer, bytes):
+        if len(answer) == 1:  # Agent Inbox sends a list holding one response
+            return read_decision(answer[0], sql)
+        return _unclear(answer, "one decision was expected, not a list of them")
+    if isinstance(answer, Mapping):
+        return _read_mapping(answer, sql)
+    return _unclear(answer, f"a {type(answer).__name__} is not a decision")
+
+
+def _read_mapping(answer: Mapping[str, Any], sql: str) -> Decision:
+    if "decisions" in answer:  # LangChain's human-in-the-loop middleware
+        return read_decision(answer["decisions"], sql)
+    kind = answer.get("type")
+    if isinstance(kind, str):
+        kind = kind.lower()
+        if kind in _YES_TYPES:
+            return Decision(sql)
+        if kind in _NO_TYPES:
+            return Decision(None)
+        if kind == "edit":
+            edited = _edited_sql(answer)
+            return Decision(edited) if edited else _unclear(answer, "the edit holds no SQL")
+        return _unclear(answer, f"{kind!r} is not a decision about the SQL")
+    if answer.get("reject") is True:
+        return Decision(None)
+    for key in _VERDICT_KEYS:
+        if isinstance(answer.get(key), bool) and answer[key] is False:
+            return Decision(None)
+    edited = answer.get("sql")
+    if isinstance(edited, str) and edited.strip():
+        return Decision(edited.strip())
+    if any(answer.get(key) is True for key in _VERDICT_KEYS):
+        return Decision(sql)
+    return _unclear(answer, "it names no decision")
+
+
+def _edited_sql(answer: Mapping[str, Any]) -> str | None:
+    """The SQL of an edit: Agent Inbox's `args` (an action request, or its arguments) or
+    LangChain's `edited_action`."""
+    for holder in (answer.get("args"), answer.get("edited_action")):
+        if isinstance(holder, str) and holder.strip():
+            return holder.strip()
+        while isinstance(holder, Mapping):
+            found = holder.get("sql")
+            if isinstance(found, str) and found.strip():
+                return found.strip()
+            holder = holder.get("args")
     return None
+
+
+def _unclear(answer: Any, why: str) -> Decision:
+    shown = repr(answer)
+    shown = shown if len(shown) <= 200 else shown[:200] + "..."
+    return Decision(None, f"the answer {shown} was not understood ({why})")
+
+
+def decide(sql: str, attempt: int) -> str | None:
+    """Pause for a person: the SQL to run (theirs, or the one shown), or None when rejected.
+    An answer that cannot be read pauses again, with the reason in the hint."""
+    request = {"action": "approve_sql", "sql": sql, "attempt": attempt, "hint": _HINT}
+    while True:
+        decision = read_decision(interrupt(request), sql)
+        if decision.problem is None:
+            return decision.sql
+        request = {**request, "hint": f"{decision.problem}; {_HINT}"}
 
 
 def approve_node(state: SqlFixState, runtime: Runtime[ContextT]) -> SqlFixState:

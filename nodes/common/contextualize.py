@@ -8,7 +8,8 @@ model is called.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any, cast, get_type_hints
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -18,7 +19,7 @@ from langgraph.types import Overwrite
 from macsql.core.context import Agent, BaseContext, ContextT, context_of
 from macsql.core.events import emit
 from macsql.core.records import ConversationTurn, Fallback, Usage
-from macsql.core.state import PipelineState
+from macsql.core.state import PipelineState, SqlFixInput
 from macsql.llm.agent_calls import call_agent
 from macsql.nodes.common.close_turn import closed_turn, on_thread, open_turn
 from macsql.prompts import render_prompt
@@ -28,10 +29,32 @@ from macsql.replies.rewrite import read_rewrite
 
 
 def message_text(message: AnyMessage) -> str:
+    """A message's text, or its text blocks (OpenAI's and LangChain's) joined; images, files
+    and other blocks say nothing here. A person's blocks are joined by a space, since a client
+    that splits a question into blocks means them as separate words; a model's as they are
+    (a reply's blocks may split a SQL block anywhere)."""
     content = message.content
-    if isinstance(content, list):
-        return "".join(c.get("text", "") if isinstance(c, dict) else str(c) for c in content)
-    return str(content or "")
+    if not isinstance(content, list):
+        return str(content or "")
+    parts = [_block_text(block) for block in content]
+    if not isinstance(message, HumanMessage):
+        return "".join(parts)
+    return " ".join(part.strip() for part in parts if part.strip())
+
+
+def _block_text(block: object) -> str:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict) and block.get("type", "text") == "text":
+        text = block.get("text")
+        return text if isinstance(text, str) else ""
+    return ""
+
+
+def has_words(question: str) -> bool:
+    """Whether `question` has a letter or digit in any script: one that has none ('-', '?')
+    is not asked, nor rewritten (`load_schema` fails the run)."""
+    return any(ch.isalnum() for ch in question)
 
 
 def split_messages(messages: list[AnyMessage]) -> tuple[list[ConversationTurn], str]:
@@ -85,17 +108,30 @@ def parse_rewrite(reply: str) -> tuple[str | None, bool]:
     return rewrite.question, rewrite.builds_on_sql
 
 
-_TEXT_INPUTS = ("question", "evidence", "db")
+# Every text key of every pipeline's input (SQLFixAgent's holds them all), read off the schema
+# so that an input added later is checked too.
+_TEXT_INPUTS = tuple(k for k, t in get_type_hints(SqlFixInput).items() if t is str)
+_RECORD_LIST_INPUTS = ("turns",)
 
 
 def not_text(state: PipelineState) -> str | None:
-    """What is wrong with an input that should be text and is not, or None. A parent graph's
-    state mapped in as it is (a number, a list) used to raise AttributeError from whichever
-    node read it first; `load_schema` fails the run with this instead."""
+    """What is wrong with an input that should be text (or a list of records) and is not, or
+    None. A parent graph's state mapped in as it is (a number, a list) used to raise
+    AttributeError from whichever node read it first; `load_schema` fails the run with this
+    instead."""
     for key in _TEXT_INPUTS:
         value = state.get(key)
         if value is not None and not isinstance(value, str):
             return f"the input {key!r} must be text, not {type(value).__name__}"
+    for key in _RECORD_LIST_INPUTS:
+        value = state.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            return f"the input {key!r} must be a list of objects, not {type(value).__name__}"
+        for item in value:
+            if not isinstance(item, Mapping):
+                return f"the input {key!r} must hold objects, not {type(item).__name__}"
     return None
 
 
@@ -160,7 +196,7 @@ def _contextualize(state: PipelineState, runtime: Runtime[ContextT]) -> Pipeline
     already_standalone = state.get("standalone_question") == question and previous is None
     if already_standalone:  # rewritten by the caller (or an enclosing graph), with its context
         update["previous_sql"] = state.get("previous_sql") or ""
-    if not history or not question or already_standalone:
+    if not history or not has_words(question) or already_standalone:
         cue = follow_up_cue(question) if question and not already_standalone else None
         if cue is not None:
             update["fallbacks"] = cast(list[Fallback], Overwrite([_no_history(runtime, cue)]))

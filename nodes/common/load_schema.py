@@ -14,7 +14,7 @@ from macsql.database.connection import (
 )
 from macsql.database.connection_errors import describe_database_error
 from macsql.database.schema import load_schema
-from macsql.nodes.common.contextualize import not_text, standalone_of
+from macsql.nodes.common.contextualize import has_words, not_text, standalone_of
 from macsql.prompts.schema_text import rendered_schema
 
 
@@ -50,6 +50,8 @@ def _load_schema(state: PipelineState, runtime: Runtime[ContextT]) -> PipelineSt
     question = (state.get("question") or "").strip()
     if not question:
         return fail("the question is empty")
+    if not has_words(question):  # '-', '?', '...': a model would guess
+        return fail(f"the question {question[:40]!r} has no words")
     try:
         db = resolve_database(state.get("db") or "")
     except DatabaseNotFoundError as exc:

@@ -90,10 +90,23 @@ def generate_sql(
 
 def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
     """MAC-SQL's `load_schema`, keeping the caller's SQL (input key `sql`) as the candidate."""
-    given = (state.get("sql") or "").strip().rstrip(";").strip()
-    loaded = load_schema_node(state, runtime)
+    return awaiting_approval(_load_given_sql(state, runtime), context_of(runtime, SqlFixContext))
+
+
+def sqlfix_load_approved_schema_node(
+    state: SqlFixState, runtime: Runtime[SqlFixContext]
+) -> SqlFixState:
+    """`sqlfix_load_schema_node` for a stage whose given SQL a person approved already (MAC-SQL +
+    SQLFixAgent's, given the SQL its MAC-SQL stage ran): it runs without asking again."""
+    return _load_given_sql(state, runtime)
+
+
+def _load_given_sql(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
+    loaded = load_schema_node(state, runtime)  # first: it fails a `sql` that is not text
     if loaded.get("fatal"):
-        return {**loaded, "original_sql": given}
+        given = state.get("sql")
+        return {**loaded, "original_sql": given if isinstance(given, str) else ""}
+    given = (state.get("sql") or "").strip().rstrip(";").strip()
     ready: SqlFixState = {
         **loaded,
         "original_sql": given,
@@ -109,7 +122,7 @@ def sqlfix_load_schema_node(state: SqlFixState, runtime: Runtime[SqlFixContext])
         "repair_choice": 0,
         "dropped_candidates": [],
     }
-    return awaiting_approval(ready, context_of(runtime, SqlFixContext))
+    return ready
 
 
 def sql_tool_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> SqlFixState:
