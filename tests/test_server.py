@@ -225,12 +225,8 @@ def test_a_run_that_errors_names_its_error_to_wait_and_join(cluster: Cluster) ->
         asyncio.run(through_the_client())
 
 
-def test_chat_keeps_its_thread_on_the_server(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Two `macsql chat --server` sessions, the second resuming the first's thread: its
-    follow-up is rewritten with the first session's turn, which only the server kept."""
-    script = Conversations()
+def _typed_lines(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What `input()` answers, line by line from the list returned (EOF when it is empty)."""
     lines: list[str] = []
 
     def typed(_prompt: str = "") -> str:
@@ -239,6 +235,16 @@ def test_chat_keeps_its_thread_on_the_server(
         return lines.pop(0)
 
     monkeypatch.setattr("builtins.input", typed)
+    return lines
+
+
+def test_chat_keeps_its_thread_on_the_server(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `macsql chat --server` sessions, the second resuming the first's thread: its
+    follow-up is rewritten with the first session's turn, which only the server kept."""
+    script = Conversations()
+    lines = _typed_lines(monkeypatch)
     with ScriptedOpenAIServer(script.by_agent()) as model:
         common = ["--db", DB, "--no-answer", "--model", "openai:scripted"]
         common += ["--base-url", model.base_url, "--api-key", "test-key"]
@@ -264,14 +270,7 @@ def test_chat_on_the_server_asks_about_each_sql_and_resumes_a_waiting_one(
     """With `approve_sql`, `chat --server` shows the waiting SQL and takes the next line as the
     decision, as a local chat does; a session left at the prompt leaves the SQL waiting, and
     `--thread` asks about it first."""
-    lines: list[str] = []
-
-    def typed(_prompt: str = "") -> str:
-        if not lines:
-            raise EOFError
-        return lines.pop(0)
-
-    monkeypatch.setattr("builtins.input", typed)
+    lines = _typed_lines(monkeypatch)
     replies = {Agent.DECOMPOSER: f"SQL\n```sql\n{FIXED_SQL}\n```\nQuestion Solved."}
     edited = "SELECT count(*) FROM concert"
     with ScriptedOpenAIServer(replies) as model:

@@ -170,6 +170,22 @@ def test_execution_error_is_detected_without_a_review_call(db: str) -> None:
     assert out["sql"] == GOOD_SQL and out["repaired"] is True
 
 
+def _two_candidates_repair() -> tuple[dict[str, str], Script]:
+    """A review that finds an error, two paraphrases whose SQL differ, and a choice of the
+    second; a question that is no paraphrase (the first stage's) gets the wrong SQL."""
+    candidates = {
+        PARAPHRASES[0]: "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC",
+        PARAPHRASES[1]: GOOD_SQL,
+    }
+    script = Script(
+        reviewer=verdict("error", "no ORDER BY"),
+        crafter=json.dumps({"paraphrases": PARAPHRASES[:2]}),
+        decomposer=lambda p: sql_reply(candidates.get(asked_question(p), WRONG_SQL)),
+        refiner='{"choice": 2, "explanation": "ascending age"}',
+    )
+    return candidates, script
+
+
 def test_detected_error_triggers_paraphrase_candidates_and_a_selection(db: str) -> None:
     candidates = {
         PARAPHRASES[0]: "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC",
@@ -440,16 +456,7 @@ def test_with_approval_no_statement_runs_before_a_person_approved_it(
 
     from macsql.nodes.common import executor
 
-    candidates = {
-        PARAPHRASES[0]: "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC",
-        PARAPHRASES[1]: GOOD_SQL,
-    }
-    script = Script(
-        reviewer=verdict("error", "no ORDER BY"),
-        crafter=json.dumps({"paraphrases": PARAPHRASES[:2]}),
-        decomposer=lambda p: sql_reply(candidates[asked_question(p)]),
-        refiner='{"choice": 2, "explanation": "ascending age"}',
-    )
+    candidates, script = _two_candidates_repair()
     timeline: list[tuple[str, str]] = []
     real_execute = executor.execute_sql
 
@@ -494,16 +501,7 @@ def test_macsql_then_sqlfix_asks_once_about_the_sql_its_first_stage_ran(db: str)
 
     from macsql.graph.macsql_sqlfix_graph import builder as macsql_sqlfix_builder
 
-    candidates = {
-        PARAPHRASES[0]: "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC",
-        PARAPHRASES[1]: GOOD_SQL,
-    }
-    script = Script(
-        reviewer=verdict("error", "no ORDER BY"),
-        crafter=json.dumps({"paraphrases": PARAPHRASES[:2]}),
-        decomposer=lambda p: sql_reply(candidates.get(asked_question(p), WRONG_SQL)),
-        refiner='{"choice": 2, "explanation": "ascending age"}',
-    )
+    candidates, script = _two_candidates_repair()
     graph = macsql_sqlfix_builder.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
     config = {"configurable": {"thread_id": "approve-once"}}
     context = Context(
