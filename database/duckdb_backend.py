@@ -231,10 +231,13 @@ class DuckDBInspector:
 
     def get_columns(self, table: str) -> list[dict[str, Any]]:
         sql = (
-            f"SELECT column_name, data_type FROM duckdb_columns() {_OURS} "
+            f"SELECT column_name, data_type, comment FROM duckdb_columns() {_OURS} "
             "AND table_name = ? ORDER BY column_index"
         )
-        return [{"name": name, "type": kind} for name, kind in self._rows(sql, table)]
+        return [
+            {"name": name, "type": kind, "comment": comment}
+            for name, kind, comment in self._rows(sql, table)
+        ]
 
     def _constraints(self, table: str, kind: str) -> list[tuple[Any, ...]]:
         sql = (

@@ -30,7 +30,7 @@ from macsql.database.cache_paths import cache_root
 from macsql.database.connection import DatabaseRef, get_engine
 from macsql.database.execution import Outcome, execute_sql
 
-SCHEMA_FORMAT_VERSION = 4
+SCHEMA_FORMAT_VERSION = 5
 LONG_TEXT_CHARS = 50
 SAMPLE_BLOCKS = 8
 MAX_SAMPLED_VALUE = 1000
@@ -323,6 +323,9 @@ def _introspect(inspector: Any, name: str) -> tuple[TableInfo, list[ForeignKey]]
             name=c["name"],
             type=str(c["type"]) if c.get("type") is not None else "",
             primary_key=c["name"] in pk,
+            # A column comment (PostgreSQL, MySQL, DuckDB) is the catalog's own description:
+            # often the only readable name an abbreviated column (`KUNNR`, `qty_ord`) has.
+            description=" ".join(str(c.get("comment") or "").split()),
         )
         for c in inspector.get_columns(name)
     ]

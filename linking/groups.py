@@ -11,8 +11,10 @@ them. A group is what the names say:
   have it and no join (declared, implied or inferred) links a table under it to a table outside
   it: a database's tables join each other, not another database's. Of the prefixes that pass,
   the longest is taken, so `college_1_` and `college_2_` stay apart when `college_` would also
-  pass; a prefix whose tables join nothing at all gives way to a shorter one that passes, since
-  without joins nothing tells its boundary.
+  pass. A prefix whose tables join none of each other is not a group, since without joins
+  nothing tells its boundary: enterprise copies and stages of tables (`stg_orders`,
+  `stg_customer`; `DEPT_HISTORY`, `DEPT_ARCHIVE_2017` beside `DEPT`) share prefixes without
+  being a database, and a group of them would crowd out the table the question is about.
 
 A table with no such prefix belongs to the unnamed group: a single database is one group, and
 grouping changes nothing for it.
@@ -86,12 +88,17 @@ def table_groups(schema: SchemaInfo, joins: Iterable[ForeignKey] = ()) -> Groups
         return any(neighbours[t] & members for t in members)
 
     for name in rest:
-        passing = [p for p in _prefixes(name.lower()) if len(under[p]) >= 2 and closed(under[p])]
+        # A database's tables join each other. Tables that share a prefix and join nothing
+        # under it are a naming convention (`stg_*`, `order_history` beside `order_archive`),
+        # not a database: grouping them would leave out the table the question is about.
+        passing = [
+            p
+            for p in _prefixes(name.lower())
+            if len(under[p]) >= 2 and closed(under[p]) and joined(under[p])
+        ]
         if not passing:
             of[name], prefix[name] = "", ""
             continue
         chosen = passing[-1]
-        if not joined(under[chosen]):
-            chosen = passing[0]
         of[name], prefix[name] = name[: len(chosen)].rstrip("_"), name[: len(chosen)]
     return Groups(of, prefix)

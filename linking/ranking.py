@@ -41,6 +41,7 @@ from macsql.linking.groups import Groups, table_groups
 from macsql.linking.terms import (
     STOPWORDS,
     SchemaTerms,
+    abbreviated_names,
     abbreviated_tables,
     bm25_scores,
     build_terms,
@@ -422,12 +423,12 @@ def _candidates(
     model: _Model,
     asked: list[str],
     forced: Iterable[str],
-) -> tuple[list[str], dict[str, float], dict[str, float], set[str], set[str]]:
+) -> tuple[list[str], dict[str, float], dict[str, float], set[str], set[str], set[str]]:
     """The tables worth scoring column by column: those the question's words, abbreviations,
     values, qualified names or embeddings reach, at most MAX_CANDIDATE_TABLES, best first by
     BM25 over the table's words and its group's. Also returns the BM25 scores of tables and
-    groups, the name words found inside longer question words, and the abbreviations the
-    question spells out."""
+    groups, the name words found inside longer question words, the abbreviations of column
+    names the question spells out and those of table names it truncates."""
     terms = model.terms
     content = [w for w in asked if w not in _STOPWORDS]
     reached: set[str] = set()
@@ -444,7 +445,13 @@ def _candidates(
     abbreviations = abbreviated_tables(terms, asked)
     for tables in abbreviations.values():
         reached |= tables
-    table_scores = bm25_scores(terms.table_bm25, content)
+    shortened = abbreviated_names(terms, asked)
+    for tables in shortened.values():
+        reached |= tables
+    # A table name's abbreviation the question spells out counts as said (`tblPrd` for
+    # "product"): otherwise a table whose name is abbreviated never makes the candidates of a
+    # catalog where many other tables spell the word out.
+    table_scores = bm25_scores(terms.table_bm25, content + sorted(shortened))
     bm25 = dict(zip(terms.tables, table_scores, strict=True))
     group_lexical: dict[str, float] = {}
     if len(terms.group_names) > 1:
@@ -459,7 +466,7 @@ def _candidates(
     pinned = [t for t in dict.fromkeys(forced) if t in model.by_name]
     ranked = sorted(reached - set(pinned), key=lambda t: (-priority(t), model.index[t]))
     chosen = pinned + ranked[:MAX_CANDIDATE_TABLES]
-    return chosen, bm25, group_lexical, inside, set(abbreviations)
+    return chosen, bm25, group_lexical, inside, set(abbreviations), set(shortened)
 
 
 def rank_columns(
@@ -523,7 +530,9 @@ def _rank(
         nearest = sorted(embedded, key=lambda k: -embedded[k])[:MAX_CANDIDATE_TABLES]
         extra = list(dict.fromkeys(t for t, _ in nearest))[: MAX_CANDIDATE_TABLES // 4]
     forced = [*(m.table for m in values), *qualified_tables, *extra]
-    candidates, bm25, group_lexical, inside, spelled = _candidates(model, asked_list, forced)
+    candidates, bm25, group_lexical, inside, spelled, shortened = _candidates(
+        model, asked_list, forced
+    )
     has_year = bool(re.search(r"\b(1[89]|20)\d\d\b", asked))
     # A capitalised word inside a sentence names something stored in a name or place column
     # (unless a stored value already matched it: then its column is known).
@@ -543,7 +552,8 @@ def _rank(
         table = model.by_name[table_name]
         local = model.groups.local_name(table_name)
         table_words = model.local_words[table_name]
-        table_score = len(table_words & asked_words) / len(table_words) if table_words else 0.0
+        table_matched = table_words & (asked_words | shortened)  # `emp` for "employees"
+        table_score = len(table_matched) / len(table_words) if table_words else 0.0
         if table_words and (table_score == 1.0 or model.local_flat[table_name] in runs):
             named.add(table_name)
         lexical = bm25.get(table_name, 0.0) / top_bm25
@@ -969,7 +979,15 @@ class _Assembly:
                 return None
             return additions
         joins = model.adjacency.path(table_name, same_group, self.table_rank)
-        if joins is None and table_name not in ranking.named and group in model.group_edges:
+        # Only a kept table that joins something tells which tables the question spans: a
+        # kept table that joins nothing (a staging copy, an archive) must not shut out the
+        # joined tables the question may be about.
+        if (
+            joins is None
+            and table_name not in ranking.named
+            and group in model.group_edges
+            and any(model.adjacency.edges.get(t) for t in same_group)
+        ):
             self.notes.append(f"{table_name} cannot be joined to the kept tables: left out")
             return None
         self._with_join_path(additions, joins or [])

@@ -53,15 +53,43 @@ def words(text: str) -> list[str]:
 
 def spells_out(short: str, word: str) -> bool:
     """Whether `short` (a name word) abbreviates `word` (a question word): same first letter,
-    its letters in order, and `word` clearly longer."""
-    if len(word) < len(short) + 2 or short[0] != word[0] or not short.isalpha():
+    its letters in order, and `word` clearly longer, or longer only by vowels (`cty` for
+    "city", `nme` for "name": schemas drop vowels to shorten a word)."""
+    if len(word) <= len(short) or short[0] != word[0] or not short.isalpha():
         return False
+    if len(word) < len(short) + 2:
+        return len(short) >= 3 and _without_vowels(word) == _without_vowels(short)
     position = 1
     for ch in short[1:]:
         position = word.find(ch, position) + 1
         if position == 0:
             return False
     return True
+
+
+def truncates(short: str, word: str) -> bool:
+    """Whether `short` (a table name's word) abbreviates `word` (a question word) the way
+    table names are shortened: a start of `word`, then only consonants of its rest, in order
+    (`emp` and `empl` for "employee", `dept` for "department", `prd` for "product", `wh` for
+    "warehouse"). Stricter than `spells_out`: a short table name is as often a word of its own
+    (`set`, `pit`, `post`), and "student" must not read as `set`."""
+    if len(word) <= len(short) or short[0] != word[0] or not short.isalpha():
+        return False
+    start = 1
+    while start < len(short) and short[start] == word[start]:
+        start += 1
+    position = start
+    for ch in short[start:]:
+        if ch in "aeiou":
+            return False
+        position = word.find(ch, position) + 1
+        if position == 0:
+            return False
+    return True
+
+
+def _without_vowels(word: str) -> str:
+    return word[0] + "".join(ch for ch in word[1:] if ch not in "aeiouy")
 
 
 @dataclass
@@ -83,6 +111,9 @@ class SchemaTerms:
     group_names: list[str]
     vocabulary: set[str] = field(default_factory=set)
     short_by_first: dict[str, list[str]] = field(default_factory=dict)
+    table_short: dict[str, set[str]] = field(default_factory=dict)
+    """Short words of table names (without their group prefix) -> those tables: `emp` of
+    `tblEmp`."""
 
 
 def build_terms(
@@ -94,6 +125,7 @@ def build_terms(
     inverted: dict[str, set[str]] = defaultdict(set)
     short_words: dict[str, set[str]] = defaultdict(set)
     long_words: set[str] = set()
+    table_short: dict[str, set[str]] = defaultdict(set)
     documents: dict[str, list[str]] = {}
     for table in schema.tables:
         own = words(local.get(table.name, table.name))
@@ -111,6 +143,8 @@ def build_terms(
                     short_words[w].add(table.name)
         for w in own + words(table.name):
             inverted[w].add(table.name)
+        for w in _abbreviated_name(local.get(table.name, table.name)):
+            table_short[w].add(table.name)
         names -= STOPWORDS
         table_words[table.name] = names
         long_words.update(w for w in names if len(w) >= 4)
@@ -141,6 +175,7 @@ def build_terms(
         group_names,
         set(inverted),
         dict(short_by_first),
+        dict(table_short),
     )
 
 
@@ -175,3 +210,27 @@ def abbreviated_tables(terms: SchemaTerms, asked: Sequence[str]) -> dict[str, se
         if short in terms.short_words and short not in present:
             out[short] = terms.short_words[short]
     return out
+
+
+def _abbreviated_name(name: str) -> list[str]:
+    """The words of a table name that is abbreviated as a whole (`EMP`, `tblVend`, `wh_mst`):
+    every word of it short and none a plural. A short word beside full words (`pitStops`,
+    `car_makers`) or in a plural (`posts`, `Lots`: abbreviations do not inflect) is a word of
+    the language, and reading it as an abbreviation only adds loose matches."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    raw = [w for w in normalise(spaced.replace("_", " ")).split() if w.isalpha()]
+    if not raw or any(len(w) > ABBREVIATION_CHARS or stem(w) != w for w in raw):
+        return []
+    return [w for w in raw if w not in STOPWORDS]
+
+
+def abbreviated_names(terms: SchemaTerms, asked: Sequence[str]) -> dict[str, set[str]]:
+    """Short words of table names that a question word truncates (`truncates`) -> their
+    tables: `EMP` and `tblEmp` for "employees"."""
+    present = set(asked)
+    content = {w for w in asked if w not in STOPWORDS and len(w) >= 3}
+    return {
+        short: tables
+        for short, tables in terms.table_short.items()
+        if short not in present and any(truncates(short, w) for w in content)
+    }
