@@ -32,7 +32,8 @@ Messages = list[dict[str, Any]]
 Metadata = dict[str, Any]
 Layout = Callable[[Messages, Metadata | None], dict[str, Any]]
 
-_SHAREGPT_ROLES = {"system": "system", "user": "human", "assistant": "gpt"}
+# Message roles as ShareGPT names its speakers.
+SHAREGPT_SPEAKERS = {"system": "system", "user": "human", "assistant": "gpt"}
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -63,7 +64,7 @@ def openai(messages: Messages, metadata: Metadata | None = None) -> dict[str, An
 def sharegpt(messages: Messages, metadata: Metadata | None = None) -> dict[str, Any]:
     return {
         "conversations": [
-            {"from": _SHAREGPT_ROLES.get(m["role"], m["role"]), "value": message_text(m)}
+            {"from": SHAREGPT_SPEAKERS.get(m["role"], m["role"]), "value": message_text(m)}
             for m in messages
         ],
         **_meta(metadata),

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from macsql.evals.sft_formats import message_text
+from macsql.evals.sft_formats import SHAREGPT_SPEAKERS, message_text
 
 LAYOUTS = "prompt/completion, messages, conversations (ShareGPT) or instruction/output (Alpaca)"
 
-# ShareGPT's speakers as FastChat, Axolotl and LLaMA-Factory name them.
+# ShareGPT's speakers as the export names them, and as FastChat, Axolotl and LLaMA-Factory
+# files also do (a role's own name, "bot", "model").
 _SHAREGPT_ROLES = {
-    "system": "system",
-    "human": "user",
-    "user": "user",
-    "gpt": "assistant",
-    "assistant": "assistant",
+    **{role: role for role in SHAREGPT_SPEAKERS},
+    **{speaker: role for role, speaker in SHAREGPT_SPEAKERS.items()},
     "bot": "assistant",
     "model": "assistant",
 }

@@ -18,11 +18,16 @@ from collections.abc import Callable
 from typing import Any
 
 from macsql.llm.reasoning import split_reasoning
-from macsql.replies.markup import bracketed_spans, fences, field_lines, lenient_value
+from macsql.replies.markup import (
+    bracketed_spans,
+    fences,
+    field_lines,
+    lenient_value,
+    without_markdown,
+)
 
 # `Label: value` (also `Label - value`, `Label = value`), the label a few words with no quote.
 _LABEL = re.compile(r"^(?P<label>[^:\n\"“«{\[]{1,50}?)\s*(?::|：|\s[-–—=]\s|=)\s*(?P<value>.*)$")
-_MARKDOWN = re.compile(r"^[\s>#*\-+•]*(?:\d+[.)]\s+)?|[*`]+|(?<!\w)__?|__?(?!\w)")
 _PLACEHOLDER = re.compile(r"^\s*(?:<[^<>]*>|\.{3}|…|\[[^\[\]]*\]|\{[^{}]*\})?\s*$")
 
 
@@ -58,7 +63,7 @@ def fields(reply: str, named: Callable[[str], bool]) -> list[tuple[str, Any]]:
         if any(a <= start < b for a, b in covered):
             continue
         for part in field_lines(line, named).splitlines():
-            plain = _MARKDOWN.sub("", part).strip()
+            plain = without_markdown(part)
             match = _LABEL.match(plain)
             if match is not None and named(match.group("label").strip()):
                 label, value = match.group("label").strip(), match.group("value").strip()
@@ -67,7 +72,7 @@ def fields(reply: str, named: Callable[[str], bool]) -> list[tuple[str, Any]]:
             else:
                 continue
             if not value:  # the value is on the next line
-                later = (_MARKDOWN.sub("", n).strip() for n in lines[index + 1 :])
+                later = (without_markdown(n) for n in lines[index + 1 :])
                 value = next((n for n in later if n), "")
             found.append((start, label, value))
     return [(k, v) for _, k, v in sorted(found, key=lambda f: f[0])]
@@ -268,13 +273,13 @@ def read_list(reply: str, named: Callable[[str], bool]) -> list[str]:
         for line in answer.splitlines():
             bullet = _LIST_ITEM.match(line)
             if bullet is not None:
-                item = _MARKDOWN.sub("", bullet.group("item")).strip()
+                item = without_markdown(bullet.group("item"))
                 label = _ITEM_LABEL.match(item)
                 if label is not None and named(label.group("label")):
                     item = item[label.end() :]  # "- Rewording: ..."; a question's colon stays
                 items.append(item)
                 continue
-            numbered = _NUMBERED_FIELD.match(_MARKDOWN.sub("", line).strip())
+            numbered = _NUMBERED_FIELD.match(without_markdown(line))
             if numbered is not None and named(numbered.group("label")):
                 items.append(numbered.group("item"))  # "Paraphrase 2: ..."
     out = [" ".join(item.split()).strip().strip("\"'“”").strip() for item in items]

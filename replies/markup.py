@@ -27,6 +27,16 @@ def structure_text(text: str) -> str:
     return text.translate(_FULL_WIDTH) if _ANY_FULL_WIDTH.search(text) else text
 
 
+# Markdown around a line (a heading, a quote, a bullet, a number) and emphasis inside it; an
+# underscore inside a word (`singer_id`) is kept.
+_LINE_MARKDOWN = re.compile(r"^[\s>#*\-+•]*(?:\d+[.)]\s+)?|[*`]+|(?<!\w)__?|__?(?!\w)")
+
+
+def without_markdown(line: str) -> str:
+    """A line of a reply without its markdown (`**Verdict:** pass` -> `Verdict: pass`)."""
+    return _LINE_MARKDOWN.sub("", line).strip()
+
+
 def as_rendered(text: str) -> str:
     """A reply as a reader sees it rendered, one character for one: markdown's quote marks
     (`> ` before every line of a paragraph), bold marks around a span (`**...**`), the numbers

@@ -19,7 +19,7 @@ from typing import Any
 
 from macsql.llm.reasoning import split_reasoning
 from macsql.replies.fields import is_placeholder
-from macsql.replies.markup import field_lines, structure_text
+from macsql.replies.markup import field_lines, structure_text, without_markdown
 from macsql.replies.reader import extract_json_object
 
 _QUESTION_WORDS = re.compile(
@@ -37,9 +37,6 @@ _LABEL = re.compile(r"^(?P<label>[^:\n\"“「«]{1,60}?)\s*:\s*(?P<value>.*)$")
 # A label set off by an arrow, a dash or `=` instead of a colon ("Rewritten → ...",
 # "Standalone question - ..."): read as one only when the label names a field of the reply.
 _SEPARATED = re.compile(r"^(?P<label>[^:\n\"“「«]{1,60}?)\s*(?:->|→|=>|⇒|=|[-–—])\s+(?P<value>.*)$")
-# Markdown around a line (a heading, a quote, a bullet, a number) and emphasis inside it; an
-# underscore inside a word (`singer_id`) is kept.
-_MARKDOWN = re.compile(r"^[\s>#*\-+•]*(?:\d+[.)]\s+)?|[*`]+|(?<!\w)__?|__?(?!\w)")
 _QUOTES = "\"'“”‘’「」『』«»"
 _REFUSAL = re.compile(
     r"^(?:sorry|i'm sorry|i am sorry|i can(?:no|')t|unable|as an ai|抱歉|对不起)", re.I
@@ -66,7 +63,7 @@ def read_rewrite(reply: str) -> Rewrite:
         if question is not None:
             return Rewrite(_clean(question), _json_builds(found))
     raw_lines = field_lines(answer, _is_field_name).splitlines()
-    lines = [_plain(line) for line in raw_lines]
+    lines = [without_markdown(line) for line in raw_lines]
     labelled: list[tuple[str, str, int]] = []  # (label, value, line index)
     for index, line in enumerate(lines):
         match = _field(structure_text(line))
@@ -99,7 +96,7 @@ def read_rewrite(reply: str) -> Rewrite:
         rest = (
             [line for line in rest if _unquoted(line).endswith(("?", "？"))]
             or [line for line in rest if _set_off(raw_lines, line)]
-            or [line for line in rest if _REQUEST.match(_plain(_after_introduction(line)))]
+            or [r for r in rest if _REQUEST.match(without_markdown(_after_introduction(r)))]
         )
     if len(rest) != 1:
         return Rewrite(None, builds)
@@ -131,7 +128,7 @@ def _before_quote(line: str) -> str:
 
 def _set_off(raw_lines: list[str], line: str) -> bool:
     """The line stands in quotes or emphasis of its own (`"…"`, `**…**`, `> …`)."""
-    raw = next((r.strip() for r in raw_lines if _plain(r) == line), "")
+    raw = next((r.strip() for r in raw_lines if without_markdown(r) == line), "")
     quoted = line[:1] in _QUOTES and line.rstrip(".")[-1:] in _QUOTES
     return quoted or (bool(raw) and raw != line and raw[0] in "*>_`")
 
@@ -180,7 +177,7 @@ def _asks(question: str) -> bool:
 
 
 def _opens_asking(text: str) -> bool:
-    text = _plain(text).lstrip("¿¡")
+    text = without_markdown(text).lstrip("¿¡")
     if text[:1].isalpha() and not text[:1].isascii():
         return True  # another script: its words are not judged
     if _LEADING.match(text):
@@ -228,10 +225,6 @@ def _quoted_question(line: str) -> str | None:
 _QUOTED_AT_END = re.compile(r'(?:"([^"]+)"|“([^”]+)”|「([^」]+)」|«([^»]+)»)[\s.!?。:]*$')
 
 
-def _plain(line: str) -> str:
-    return _MARKDOWN.sub("", line).strip()
-
-
 def _value_of(value: str) -> str:
     return value.strip()
 
@@ -268,7 +261,7 @@ def _clean(text: str) -> str | None:
     """The question without markdown and quotes around it; None for SQL, an apology, the
     prompt's placeholder echoed (`<the standalone question>`), a mark that none is given
     (`N/A`), or nothing at all."""
-    value = _plain(text).strip().strip(_QUOTES).strip()
+    value = without_markdown(text).strip().strip(_QUOTES).strip()
     if (
         not value
         or _SQL_START.match(value)

@@ -42,7 +42,7 @@ def _chunks(handle: BinaryIO) -> Iterator[bytes]:
 
 
 def csv_encoding(path: Path) -> str:
-    """ "utf-8", "utf-16" or "cp1252": how the file at `path` is read."""
+    """How the file at `path` is read: "utf-8", "utf-16" or "cp1252"."""
     with _open(path) as handle:
         head = handle.read(2)
         if head in UTF16_BOMS:

@@ -10,6 +10,7 @@ reader never sees half of it.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import re
@@ -100,7 +101,7 @@ def load_tables(db: TableSource | Mapping[str, TableSource], target: str | Path)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise LoaderError(f"cannot load {db!s:.80} into DuckDB: {first}") from exc
     finally:
-        for leftover in partial.parent.glob(f"{partial.name}*"):
+        for leftover in partial.parent.glob(f"{glob.escape(partial.name)}*"):
             leftover.unlink(missing_ok=True)
     return target
 
