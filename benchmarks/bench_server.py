@@ -189,6 +189,25 @@ async def floor_in_process(runs: int) -> list[float]:
     return latencies[1:]  # the first one warms
 
 
+def one_at_a_time(
+    url: str,
+    group: int,
+    database_url: str,
+    db: str,
+    base_url: str,
+    runs: int,
+    graph_id: str = "macsql",
+) -> tuple[list[float], float, list[float]]:
+    """`runs` runs one at a time through the server: their latencies, the server's CPU seconds
+    per run, and its database's transactions and inserted rows per run."""
+    cpu_before = group_cpu_seconds(group)
+    work_before = database_work(database_url)
+    _, served = asyncio.run(through_server(url, db, base_url, runs, 1, graph_id=graph_id))
+    server_cpu = (group_cpu_seconds(group) - cpu_before) / runs
+    after = database_work(database_url)
+    return served, server_cpu, [(a - b) / runs for a, b in zip(after, work_before, strict=True)]
+
+
 def engine_floor(database_url: str, db: str, base_url: str, runs: int, log: Path) -> None:
     """What the engine adds to a run of a graph that does nothing: one worker, one at a time."""
     with (
@@ -197,11 +216,7 @@ def engine_floor(database_url: str, db: str, base_url: str, runs: int, log: Path
     ):
         asyncio.run(through_server(url, db, base_url, 20, 1, graph_id="floor"))  # warm
         before = _load()
-        cpu_before = group_cpu_seconds(group)
-        work_before = database_work(fresh_url)
-        _, served = asyncio.run(through_server(url, db, base_url, runs, 1, graph_id="floor"))
-        server_cpu = (group_cpu_seconds(group) - cpu_before) / runs
-        work = [(a - b) / runs for a, b in zip(database_work(fresh_url), work_before, strict=True)]
+        served, server_cpu, work = one_at_a_time(url, group, fresh_url, db, base_url, runs, "floor")
     local = asyncio.run(floor_in_process(runs))
     p50_served, p50_local = statistics.median(served) * 1000, statistics.median(local) * 1000
     print(
@@ -298,16 +313,9 @@ def main() -> None:
                     )
                 if workers == 1 and args.sequential:
                     before = _load()
-                    cpu_before = group_cpu_seconds(group)
-                    work_before = database_work(database_url)
-                    _, served = asyncio.run(through_server(url, db, base_url, args.sequential, 1))
-                    server_cpu = (group_cpu_seconds(group) - cpu_before) / args.sequential
-                    work = [
-                        (after - before_) / args.sequential
-                        for after, before_ in zip(
-                            database_work(database_url), work_before, strict=True
-                        )
-                    ]
+                    served, server_cpu, work = one_at_a_time(
+                        url, group, database_url, db, base_url, args.sequential
+                    )
                     local, local_cpu = asyncio.run(in_process(db, base_url, args.sequential))
                     p50_served = statistics.median(served) * 1000
                     p50_local = statistics.median(local) * 1000

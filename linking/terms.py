@@ -44,11 +44,16 @@ def stem(word: str) -> str:
     return word
 
 
-def words(text: str) -> list[str]:
-    """Lower-case word stems of a name or a sentence: camelCase and snake_case split, plurals
-    folded, accents dropped."""
+def split_words(text: str) -> list[str]:
+    """Lower-case words of a name or a sentence as written: camelCase and snake_case split,
+    accents dropped."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text or "")
-    return [stem(w) for w in normalise(spaced.replace("_", " ")).split()]
+    return normalise(spaced.replace("_", " ")).split()
+
+
+def words(text: str) -> list[str]:
+    """`split_words`, plurals folded."""
+    return [stem(w) for w in split_words(text)]
 
 
 def spells_out(short: str, word: str) -> bool:
@@ -217,8 +222,7 @@ def _abbreviated_name(name: str) -> list[str]:
     every word of it short and none a plural. A short word beside full words (`pitStops`,
     `car_makers`) or in a plural (`posts`, `Lots`: abbreviations do not inflect) is a word of
     the language, and reading it as an abbreviation only adds loose matches."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    raw = [w for w in normalise(spaced.replace("_", " ")).split() if w.isalpha()]
+    raw = [w for w in split_words(name) if w.isalpha()]
     if not raw or any(len(w) > ABBREVIATION_CHARS or stem(w) != w for w in raw):
         return []
     return [w for w in raw if w not in STOPWORDS]

@@ -352,26 +352,8 @@ class ServerRuns:
                 continue
         return None
 
-    async def thread_interrupts(self, thread_id: str) -> list[Any]:
-        """The thread's pending interrupts (a run paused for approval), read through any live
-        server ([] if none)."""
-        for url in self.urls:
-            try:
-                state = await self._probe[url].threads.get_state(thread_id)
-            except httpx.HTTPStatusError as exc:
-                if exc.response.status_code == 404:
-                    return []
-                continue
-            except httpx.HTTPError:
-                continue
-            found = state.get("interrupts") or [
-                i for task in state.get("tasks") or () for i in task.get("interrupts") or ()
-            ]
-            return list(found)
-        return []
-
-    async def thread_values(self, thread_id: str) -> dict[str, Any]:
-        """The thread's current state values, read through any live server ({} if none)."""
+    async def _thread_state(self, thread_id: str) -> Mapping[str, Any]:
+        """The thread's state, read through any live server ({} if none, or no such thread)."""
         for url in self.urls:
             try:
                 state = await self._probe[url].threads.get_state(thread_id)
@@ -381,9 +363,22 @@ class ServerRuns:
                 continue
             except httpx.HTTPError:
                 continue
-            values = state.get("values")
-            return dict(values) if isinstance(values, Mapping) else {}
+            return state if isinstance(state, Mapping) else {}
         return {}
+
+    async def thread_interrupts(self, thread_id: str) -> list[Any]:
+        """The thread's pending interrupts (a run paused for approval), read through any live
+        server ([] if none)."""
+        state = await self._thread_state(thread_id)
+        found = state.get("interrupts") or [
+            i for task in state.get("tasks") or () for i in task.get("interrupts") or ()
+        ]
+        return list(found)
+
+    async def thread_values(self, thread_id: str) -> dict[str, Any]:
+        """The thread's current state values, read through any live server ({} if none)."""
+        values = (await self._thread_state(thread_id)).get("values")
+        return dict(values) if isinstance(values, Mapping) else {}
 
     def _cancel_later(self, thread: str, run_id: str) -> None:
         async def cancel() -> None:
