@@ -8,7 +8,7 @@ next attempt's prompt shows for reflection (Reflexion). `Context.max_repair_atte
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -89,14 +89,24 @@ def format_failures(failures: list[RepairFailure]) -> str:
     return "\n\n".join(blocks)
 
 
-def parse_choice(written: WrittenSql, candidates: list[Candidate]) -> tuple[str | None, int, str]:
-    """(SQL, chosen candidate number or 0 for an own fix, explanation) from the reply."""
+class Choice(NamedTuple):
+    sql: str | None
+    number: int
+    """The chosen candidate's number, or 0 for an own fix."""
+    explanation: str
+    named: bool
+    """Whether the reply named a number at all (a fix of its own says 0)."""
+
+
+def parse_choice(written: WrittenSql, candidates: list[Candidate]) -> Choice:
+    """The refiner's choice as the reply gives it."""
     found = written.structured or extract_json_object(written.text, ("explanation",)) or {}
     explanation = field_text(found, "explanation")
-    choice = read_choice(written.text, written.structured) or 0
+    read = read_choice(written.text, written.structured)
+    choice = read or 0
     if 1 <= choice <= len(candidates):
-        return candidates[choice - 1]["sql"], choice, explanation
-    return written.sql, 0, explanation
+        return Choice(candidates[choice - 1]["sql"], choice, explanation, True)
+    return Choice(written.sql, 0, explanation, read is not None)
 
 
 def repair_namespace(state: SqlFixState, context: SqlFixContext) -> tuple[str, ...] | None:
@@ -172,10 +182,10 @@ def sql_refiner_node(state: SqlFixState, runtime: Runtime[SqlFixContext]) -> Sql
     if written.error is not None:
         emit(runtime, AGENT, "error", error=written.error)
         return {**update, **model_failure(written.error), "fallbacks": written.fallbacks}
-    sql, choice, explanation = parse_choice(written, candidates)
+    sql, choice, explanation, named = parse_choice(written, candidates)
     # A chosen candidate is an answer without SQL of its own.
     update["fallbacks"] = [f for f in written.fallbacks if choice == 0 or f["kind"] != "no_sql"]
-    if candidates and sql and read_choice(written.text, written.structured) is None:
+    if candidates and sql and not named:
         # The query may be one the explanation quoted: say that no candidate was named.
         detail = "the reply named no candidate by number; the query it holds ran as its own fix"
         update["fallbacks"].append(unreadable(runtime, AGENT, detail))
