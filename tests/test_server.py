@@ -415,7 +415,25 @@ def test_sigkill_of_one_server_mid_eval_loses_and_repeats_nothing(
     responder = SpiderResponder("macsql")
     out = tmp_path / "eval"
     killed_after: list[int] = []
-    with ScriptedOpenAIServer(responder.by_agent(), delay=0.3) as model:
+    # The model answers the first 3 calls; the others wait for the kill, so that the runs in
+    # flight then are mid-call on both servers (the client balances them), not done with their
+    # output unread: a run that finished before the kill is found finished, not run again.
+    killed = threading.Event()
+    calls = iter(range(10**6))
+    calls_lock = threading.Lock()
+
+    def held(reply: Any) -> Any:
+        def answer(prompt: str) -> str:
+            with calls_lock:
+                call = next(calls)
+            if call >= 3:
+                killed.wait(timeout=60)
+            return str(reply(prompt))
+
+        return answer
+
+    replies = {agent: held(reply) for agent, reply in responder.by_agent().items()}
+    with ScriptedOpenAIServer(replies, delay=0.3) as model:
         options = EvalOptions(
             dataset="spider",
             data_dir=str(SAMPLE),
@@ -436,6 +454,7 @@ def test_sigkill_of_one_server_mid_eval_loses_and_repeats_nothing(
             if len(finished) == 3 and not killed_after:  # the others are in flight on both
                 cluster.a.kill(signal.SIGKILL)
                 killed_after.append(len(finished))
+                killed.set()
 
         result = asyncio.run(run_eval(options, on_record=on_record))
         assert killed_after == [3]
